@@ -1,0 +1,1 @@
+"""Entry points: the `controlroom` CLI (and, later, the HTTP API). Thin: parse, call, render."""

@@ -1,0 +1,369 @@
+"""`controlroom`: run recipes as durable runs, and inspect them.
+
+Exit codes: 0 done · 1 failed · 3 not routable (needs scoping) · 20 interrupted or
+cancelled (an interrupted run is resumable) · 64 bad input · 75 another process
+advanced the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from domain.errors import (
+    BadInputError,
+    ControlRoomError,
+    NotRoutableError,
+    RecipeInvalidError,
+    RunConflictError,
+    RunStateError,
+)
+from domain.issue import Issue
+from domain.run import Run, RunStatus
+from engine.context import Context
+from engine.service import RunRequest, RunService
+from projections.issue_list import list_issues
+from projections.run_index import list_runs, unfinished_run_ids
+from projections.run_view import build_run_view
+
+EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
+EXIT_BAD_INPUT, EXIT_CONFLICT = 64, 75
+STATUS_EXIT = {RunStatus.DONE: EXIT_DONE, RunStatus.FAILED: EXIT_FAILED,
+               RunStatus.CANCELLED: EXIT_INTERRUPTED}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"controlroom: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _emit_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _parse_args_kv(pairs: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE`; a VALUE that parses as JSON (a list, a number) is taken as JSON."""
+    args: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BadInputError(f"--arg '{pair}' is not KEY=VALUE")
+        try:
+            args[key.strip()] = json.loads(value)
+        except ValueError:
+            args[key.strip()] = value
+    return args
+
+
+def _open(ns: argparse.Namespace) -> Context:
+    return Context.open(Path(ns.workspace))
+
+
+def _print_run_summary(run: Run, ctx: Context) -> None:
+    print(f"{run.id}: {run.status.value}" + (f" — {run.error}" if run.error else ""))
+    for issue in list_issues(ctx.store, run_id=run.id):
+        print(f"  issue {issue['issue_id']}: {issue['title']}")
+        evidence = issue.get("evidence")
+        if isinstance(evidence, dict):
+            for finding in evidence.get("findings") or evidence.get("conflicts") or []:
+                message = finding.get("message") if isinstance(finding, dict) else finding
+                print(f"    - {message or finding}")
+
+
+def _finish(ctx: Context, run: Run, as_json: bool) -> int:
+    if as_json:
+        _emit_json(build_run_view(ctx.store.stream(run.id)).consolidated())
+    else:
+        _print_run_summary(run, ctx)
+    return STATUS_EXIT.get(run.status, EXIT_FAILED)
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from api.progress import ProgressPrinter
+
+    ctx = _open(ns)
+    service = RunService(ctx)
+    request = RunRequest(ns.task, _parse_args_kv(ns.arg), session_id=ns.session,
+                         description=ns.description)
+    try:
+        run = service.start(request)
+    except NotRoutableError as exc:
+        message = {"routable": False, "reason": exc.reason, "task": exc.description}
+        if ns.json:
+            _emit_json(message)
+        else:
+            print(f"not routable: {exc.reason}", file=sys.stderr)
+            print("hint: name a recipe id (controlroom recipes list) or rephrase the task",
+                  file=sys.stderr)
+        return EXIT_NOT_ROUTABLE
+    printer = None if ns.quiet else ProgressPrinter()
+    if printer:
+        for item in ctx.store.read_log(after=0, topics=()) if False else []:
+            printer.render(item)
+        from eventstore.store import Positioned
+
+        printer([Positioned(0, e) for e in ctx.store.stream(run.id)])
+    try:
+        run = asyncio.run(service.execute(run, printer))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return _finish(ctx, run, ns.json)
+
+
+def cmd_resume(ns: argparse.Namespace) -> int:
+    from api.progress import ProgressPrinter
+
+    ctx = _open(ns)
+    service = RunService(ctx)
+    run_ids = [ns.run_id] if ns.run_id else unfinished_run_ids(ctx.store)
+    if not run_ids:
+        print("nothing to resume: no unfinished runs", file=sys.stderr)
+        return EXIT_DONE
+    worst = EXIT_DONE
+    for run_id in run_ids:
+        printer = None if ns.quiet else ProgressPrinter(total_steps=service.load(run_id).total_steps)
+        try:
+            run = asyncio.run(service.resume(run_id, printer))
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        code = _finish(ctx, run, ns.json)
+        worst = max(worst, code)
+    return worst
+
+
+def cmd_cancel(ns: argparse.Namespace) -> int:
+    ctx = _open(ns)
+    run = RunService(ctx).cancel(ns.run_id, ns.reason)
+    if ns.json:
+        _emit_json({"run_id": run.id, "status": run.status.value})
+    else:
+        print(f"{run.id}: {run.status.value}")
+    return EXIT_DONE
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    ctx = _open(ns)
+    RunService(ctx).load(ns.run_id)
+    view = build_run_view(ctx.store.stream(ns.run_id)).consolidated()
+    if ns.json:
+        _emit_json(view)
+        return EXIT_DONE
+    print(f"{view['run_id']}  {view['recipe_id']}  {view['status']}"
+          f"  step {view['current_step_index'] + 1}/{view['total_steps']}")
+    print(f"task: {view['task']['description']}")
+    print(f"created {view['created_at']}  updated {view['updated_at']}"
+          f"  completed {view['completed_at'] or '-'}")
+    for step in view["steps"]:
+        who = step.get("tool") or step.get("agent_archetype")
+        print(f"  {step['status']:>9}  {step['phase']}  {step['step_id']} ({who})"
+              f" → {step['output_slot']}: {(step.get('output_preview') or '')[:70]}")
+    if view.get("dod"):
+        for r in view["dod"]["results"]:
+            print(f"  DoD {'✓' if r['passed'] else '✗'} {r['detail']}")
+    if view["error"]:
+        print(f"error: {view['error']}")
+    return EXIT_DONE
+
+
+def cmd_runs(ns: argparse.Namespace) -> int:
+    ctx = _open(ns)
+    rows = list_runs(ctx.store, status=ns.status, recipe_id=ns.recipe)
+    if ns.json:
+        _emit_json(rows)
+        return EXIT_DONE
+    if not rows:
+        print("no runs")
+    for r in rows:
+        print(f"{r['run_id']}  {r['status']:<9}  {r['recipe_id']:<26}  {r['created_at']}"
+              f"  {r['description'][:40]}")
+    return EXIT_DONE
+
+
+def cmd_events(ns: argparse.Namespace) -> int:
+    ctx = _open(ns)
+    RunService(ctx).load(ns.run_id)
+    events = ctx.store.stream(ns.run_id)
+    if ns.json:
+        _emit_json([
+            {"version": e.originator_version, "type": e.type_name,
+             "timestamp": e.timestamp.isoformat(), "prev_hash": e.prev_hash,
+             "event_hash": e.event_hash, "data": e.payload()}
+            for e in events
+        ])
+        return EXIT_DONE
+    for e in events:
+        detail = json.dumps(e.payload(), ensure_ascii=False, default=str)
+        print(f"{e.originator_version:>4}  {e.timestamp.isoformat()}  {e.type_name:<15} "
+              f"{detail[:90]}")
+    return EXIT_DONE
+
+
+def _catalog(ns: argparse.Namespace) -> Any:
+    from prompts.registry import PromptRegistry
+    from recipes.catalog import RecipeCatalog
+    from tools.base import ToolRegistry
+    from tools.workspace import Workspace
+
+    workspace = Workspace(Path(ns.workspace))
+    tools = ToolRegistry.default()
+    prompts = PromptRegistry.for_workspace(workspace.root)
+    return RecipeCatalog.load(workspace.root, tools.names(), prompts.prompt_types()), tools, prompts
+
+
+def cmd_route(ns: argparse.Namespace) -> int:
+    from domain.router import route
+
+    catalog, _, _ = _catalog(ns)
+    decision = route(ns.text, catalog.recipes())
+    if ns.json:
+        _emit_json(decision.model_dump(mode="json"))
+    elif decision.routable:
+        print(f"{decision.recipe_id}  ({decision.reason})")
+        if decision.initial_args:
+            print(f"initial args: {json.dumps(decision.initial_args)}")
+    else:
+        print(f"not routable: {decision.reason}")
+    return EXIT_DONE if decision.routable else EXIT_NOT_ROUTABLE
+
+
+def cmd_recipes(ns: argparse.Namespace) -> int:
+    from recipes.catalog import load_recipe_file, recipe_files, render_schema
+
+    if ns.action == "schema":
+        print(render_schema(), end="")
+        return EXIT_DONE
+    if ns.action == "validate" and ns.target:
+        _, tools, prompts = _catalog(ns)
+        target = Path(ns.target)
+        files = recipe_files(target) if target.is_dir() else [target]
+        if not files:
+            raise BadInputError(f"no recipe files at '{target}'")
+        problems = []
+        for path in files:
+            try:
+                load_recipe_file(path, tools.names(), prompts.prompt_types())
+            except RecipeInvalidError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise RecipeInvalidError(problems)
+        print(f"ok: {len(files)} recipe file(s) valid")
+        return EXIT_DONE
+    catalog, _, _ = _catalog(ns)
+    if ns.action == "validate":
+        print(f"ok: {len(catalog.recipes())} recipes valid")
+    elif ns.action == "list":
+        rows = [{"recipe_id": e.recipe.recipe_id, "label": e.recipe.label,
+                 "steps": e.recipe.total_steps, "source": "bundled" if e.bundled else str(e.source),
+                 "task_patterns": e.recipe.task_patterns} for e in catalog.entries()]
+        if ns.json:
+            _emit_json(rows)
+        for r in [] if ns.json else rows:
+            print(f"{r['recipe_id']:<26} {r['steps']} steps  {r['label']}  [{r['source']}]")
+    elif ns.action == "show":
+        if not ns.target:
+            raise BadInputError("recipes show needs a recipe id")
+        _emit_json(catalog.get(ns.target).snapshot())
+    return EXIT_DONE
+
+
+def cmd_issues(ns: argparse.Namespace) -> int:
+    ctx = _open(ns)
+    rows = list_issues(ctx.store, run_id=ns.run)
+    if ns.json:
+        _emit_json(rows)
+        return EXIT_DONE
+    if not rows:
+        print("no issues")
+    for r in rows:
+        print(f"{r['issue_id']}  {r['status']:<6}  run {r['run_id']}  {r['title']}")
+    return EXIT_DONE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", "-w", default=".",
+                        help="workspace folder (default: the current directory)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    parser = _Parser(prog="controlroom", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("run", parents=[common], help="run a recipe id or a routed task")
+    p.add_argument("task", help="a recipe id, or a task description for the router")
+    p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--session", help="session id to link receipts to (default: a new one)")
+    p.add_argument("--description", help="task description when TASK is a recipe id")
+    p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("resume", parents=[common], help="continue unfinished runs")
+    p.add_argument("run_id", nargs="?")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("cancel", parents=[common], help="cancel a running run")
+    p.add_argument("run_id")
+    p.add_argument("--reason", default="cancelled by user")
+    p.set_defaults(func=cmd_cancel)
+
+    p = sub.add_parser("show", parents=[common], help="the consolidated view of a run")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("runs", parents=[common], help="list runs")
+    p.add_argument("--status", choices=[s.value for s in RunStatus])
+    p.add_argument("--recipe")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("events", parents=[common], help="a run's events, in order")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("route", parents=[common], help="which recipe a task routes to")
+    p.add_argument("text")
+    p.set_defaults(func=cmd_route)
+
+    p = sub.add_parser("recipes", parents=[common], help="list, show, validate recipes")
+    p.add_argument("action", choices=["list", "show", "validate", "schema"])
+    p.add_argument("target", nargs="?", help="recipe id (show) or file/folder (validate)")
+    p.set_defaults(func=cmd_recipes)
+
+    p = sub.add_parser("issues", parents=[common], help="issues opened by runs")
+    p.add_argument("--run", help="only this run's issues")
+    p.set_defaults(func=cmd_issues)
+    return parser
+
+
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    ns = build_parser().parse_args(argv)
+    try:
+        code: int = ns.func(ns)
+    except (BadInputError, RunStateError) as exc:
+        print(f"controlroom: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except RunConflictError as exc:
+        print(f"controlroom: error: {exc}", file=sys.stderr)
+        return EXIT_CONFLICT
+    except ControlRoomError as exc:
+        print(f"controlroom: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Live progress in the terminal, rendered from the events as each step commits."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TextIO
+
+from domain.issue import IssueOpened
+from domain.run_events import (
+    DodChecked,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunResumed,
+    RunStarted,
+    StepCompleted,
+    StepFailed,
+    StepStarted,
+)
+from eventstore.store import Positioned
+
+
+class ProgressPrinter:
+    def __init__(self, out: TextIO | None = None, total_steps: int = 0) -> None:
+        self.out = out or sys.stderr
+        self.total = total_steps
+        self.started: dict[str, datetime] = {}
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def __call__(self, batch: Sequence[Positioned]) -> None:
+        for item in batch:
+            self.render(item)
+
+    def render(self, item: Positioned) -> None:
+        e = item.event
+        if isinstance(e, RunStarted):
+            self.total = e.total_steps
+            how = f" (routed: {e.routing.reason})" if e.routing else ""
+            self._say(f"▶ {e.originator_id} · {e.recipe_id} · {e.total_steps} steps{how}")
+        elif isinstance(e, RunResumed):
+            self._say(f"↻ resuming {e.originator_id} at step {e.step_index + 1}/{self.total}")
+        elif isinstance(e, StepStarted):
+            self.started[e.step_id] = e.timestamp
+            what = e.tool if e.tool else f"{e.agent_archetype} agent"
+            self._say(f"  [{e.step_index + 1}/{self.total}] phase {e.phase.upper()} · "
+                      f"{e.step_id} ({what}) …")
+        elif isinstance(e, StepCompleted):
+            began = self.started.get(e.step_id)
+            took = f" {(e.timestamp - began).total_seconds() * 1000:.0f} ms" if began else ""
+            self._say(f"      ✓ {e.output_slot}{took} — {e.output_preview[:100]}")
+        elif isinstance(e, StepFailed):
+            self._say(f"      ✗ {e.step_id} failed: {e.error}")
+        elif isinstance(e, DodChecked):
+            for r in e.results:
+                self._say(f"  DoD {'✓' if r.passed else '✗'} {r.detail}")
+        elif isinstance(e, RunCompleted):
+            self._say(f"■ {e.originator_id} done")
+        elif isinstance(e, RunFailed):
+            self._say(f"■ {e.originator_id} failed: {e.error}")
+        elif isinstance(e, RunCancelled):
+            self._say(f"■ {e.originator_id} cancelled: {e.reason}")
+        elif isinstance(e, IssueOpened):
+            self._say(f"  issue {e.originator_id}: {e.title}")

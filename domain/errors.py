@@ -1,0 +1,146 @@
+"""One root error for everything Control Room refuses, one subclass per failure.
+
+Each error carries its fields so the CLI and the HTTP API can render a precise message
+(and, later, a JSON body naming the offending field) without parsing strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class ControlRoomError(Exception):
+    """Root of every error Control Room raises on purpose."""
+
+
+class BadInputError(ControlRoomError):
+    """The user asked for something that cannot be done as asked (exit 64, HTTP 400)."""
+
+
+class UnknownRecipeError(BadInputError):
+    def __init__(self, recipe_id: str, known: Sequence[str]) -> None:
+        self.recipe_id = recipe_id
+        self.known = list(known)
+        super().__init__(
+            f"unknown recipe '{recipe_id}'; known recipes: {', '.join(sorted(known)) or '(none)'}"
+        )
+
+
+class MissingArgsError(BadInputError):
+    def __init__(self, recipe_id: str, missing: Sequence[str]) -> None:
+        self.recipe_id = recipe_id
+        self.missing = sorted(missing)
+        super().__init__(
+            f"recipe '{recipe_id}' needs args: {', '.join(self.missing)} "
+            f"(pass them as --arg NAME=VALUE)"
+        )
+
+
+class NotRoutableError(BadInputError):
+    def __init__(self, description: str, reason: str) -> None:
+        self.description = description
+        self.reason = reason
+        super().__init__(f"task is not routable: {reason}")
+
+
+@dataclass(frozen=True)
+class RecipeProblem:
+    """One thing wrong with a recipe file, located by JSON path (e.g. `$.phase_b[2].prompt_type`)."""
+
+    file: str
+    json_path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.json_path}: {self.message}"
+
+
+class RecipeInvalidError(BadInputError):
+    def __init__(self, problems: Sequence[RecipeProblem]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"invalid recipe ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class RefResolutionError(ControlRoomError):
+    """A `$ref` path could not be resolved; names the full path and where it broke."""
+
+    def __init__(self, path: str, failed_at: str, reason: str) -> None:
+        self.path = path
+        self.failed_at = failed_at
+        self.reason = reason
+        super().__init__(f"cannot resolve $ref '{path}' at '{failed_at}': {reason}")
+
+
+class WorkspaceError(BadInputError):
+    """A path escapes the workspace, or the workspace cannot be read."""
+
+
+class ToolError(ControlRoomError):
+    """A phase A tool refused its arguments or failed on the workspace."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        self.tool = tool
+        super().__init__(f"tool '{tool}': {message}")
+
+
+class UnknownToolError(ToolError):
+    def __init__(self, tool: str) -> None:
+        super().__init__(tool, "no such tool is registered")
+
+
+class PromptError(ControlRoomError):
+    """A prompt type or template cannot be found or rendered."""
+
+
+class ModelError(ControlRoomError):
+    """A model call failed (error, timeout, unusable output)."""
+
+
+class ModelConfigError(BadInputError):
+    """An agent's model cannot be resolved; never silently replaced by a default."""
+
+
+class RunNotFoundError(BadInputError):
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run '{run_id}' in this store")
+
+
+class IssueNotFoundError(BadInputError):
+    def __init__(self, issue_id: str) -> None:
+        self.issue_id = issue_id
+        super().__init__(f"no issue '{issue_id}' in this store")
+
+
+class RunStateError(ControlRoomError):
+    """A command does not fit the run's current state (e.g. cancel a finished run)."""
+
+    def __init__(self, run_id: str, status: str, wanted: str) -> None:
+        self.run_id = run_id
+        self.status = status
+        super().__init__(f"run '{run_id}' is {status}; cannot {wanted}")
+
+
+class RunConflictError(ControlRoomError):
+    """Another writer advanced the run first (optimistic concurrency on the aggregate)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run '{run_id}' was advanced by another process")
+
+
+class PayloadTooLargeError(ControlRoomError):
+    def __init__(self, event_type: str, size: int, limit: int) -> None:
+        self.event_type = event_type
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"event {event_type} payload is {size} bytes, over the limit of {limit} bytes "
+            f"(CONTROLROOM_MAX_EVENT_BYTES)"
+        )
+
+
+class StoreConfigError(BadInputError):
+    """CONTROLROOM_STORE names a store that cannot be used."""

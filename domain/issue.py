@@ -1,0 +1,57 @@
+"""The Issue aggregate: something a run found that a person should look at."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import JsonValue
+
+from domain.aggregate import Aggregate
+from domain.canonical import sha256_text
+from domain.events import DomainEvent
+
+
+class IssueOpened(DomainEvent):
+    kind: str
+    title: str
+    detail: str
+    run_id: str | None
+    session_id: str | None
+    recipe_id: str | None
+    check: dict[str, JsonValue] | None = None
+    evidence: JsonValue = None
+
+
+class IssueClosed(DomainEvent):
+    resolution: str
+
+
+def dod_issue_id(run_id: str, check_index: int) -> str:
+    """Deterministic, so opening the issues of a run twice opens each only once."""
+    return "iss_" + sha256_text(f"{run_id}:dod:{check_index}")[:24]
+
+
+class Issue(Aggregate):
+    def __init__(self, aggregate_id: str) -> None:
+        super().__init__(aggregate_id)
+        self.status = "open"
+        self.title = ""
+        self.run_id: str | None = None
+
+    @classmethod
+    def open(cls, issue_id: str, at: datetime, **fields: Any) -> Issue:
+        issue = cls(issue_id)
+        issue._trigger(IssueOpened, at, **fields)
+        return issue
+
+    def close(self, at: datetime, resolution: str) -> None:
+        if self.status == "open":
+            self._trigger(IssueClosed, at, resolution=resolution)
+
+    def apply(self, event: DomainEvent) -> None:
+        if isinstance(event, IssueOpened):
+            self.title = event.title
+            self.run_id = event.run_id
+        elif isinstance(event, IssueClosed):
+            self.status = "closed"

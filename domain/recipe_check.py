@@ -1,0 +1,132 @@
+"""Load-time validation of recipes: every problem located by file and JSON path."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from pydantic import ValidationError
+
+from domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
+from domain.recipe import AgentStep, FileExists, Recipe, SlotFieldEquals, SlotNotNull, ToolStep
+from domain.refs import TASK_FIELDS, TASK_ROOT, parse_ref
+
+
+def json_path(loc: tuple[int | str, ...]) -> str:
+    path = "$"
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def parse_recipe(data: Any, file: str) -> Recipe:
+    """Structural parse; raises RecipeInvalidError naming each bad JSON path."""
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            RecipeProblem(file, json_path(_clean_loc(err["loc"], data)), err["msg"])
+            for err in exc.errors()
+        ]
+        raise RecipeInvalidError(problems) from None
+
+
+def _clean_loc(loc: tuple[int | str, ...], data: Any) -> tuple[int | str, ...]:
+    """Drop pydantic's union/discriminator labels so the path matches the JSON document."""
+    cleaned: list[int | str] = []
+    node = data
+    for position, part in enumerate(loc):
+        is_last = position == len(loc) - 1
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        elif isinstance(node, dict) and is_last:
+            pass  # a required key the document lacks: name it
+        else:
+            continue  # a label pydantic adds for a union member, not part of the document
+        cleaned.append(part)
+    return tuple(cleaned)
+
+
+def check_recipe(
+    recipe: Recipe,
+    file: str,
+    known_tools: Collection[str],
+    known_prompts: Collection[str],
+) -> list[RecipeProblem]:
+    """Semantic checks the schema cannot express; an empty list means the recipe is sound."""
+    problems: list[RecipeProblem] = []
+
+    def problem(path: str, message: str) -> None:
+        problems.append(RecipeProblem(file, path, message))
+
+    if not recipe.steps:
+        problem("$", "recipe has no steps in phase_a or phase_b")
+
+    written: dict[str, str] = {}
+    seen_ids: dict[str, str] = {}
+    for phase, steps in (("phase_a", recipe.phase_a), ("phase_b", recipe.phase_b)):
+        for i, step in enumerate(steps):
+            here = f"$.{phase}[{i}]"
+            if step.step_id in seen_ids:
+                problem(f"{here}.step_id", f"duplicate step id '{step.step_id}'")
+            seen_ids[step.step_id] = here
+            if isinstance(step, ToolStep):
+                if step.tool not in known_tools:
+                    problem(f"{here}.tool", f"unknown tool '{step.tool}'")
+                for name, value in step.args.items():
+                    ref = getattr(value, "ref", None)
+                    if ref is not None:
+                        _check_ref(ref, f"{here}.args.{name}.$ref", written, problem)
+            elif isinstance(step, AgentStep):
+                if step.prompt_type not in known_prompts:
+                    problem(f"{here}.prompt_type", f"unknown prompt type '{step.prompt_type}'")
+                for j, slot in enumerate(step.input_slots):
+                    if slot not in written:
+                        problem(
+                            f"{here}.input_slots[{j}]",
+                            f"reads slot '{slot}' before any step writes it",
+                        )
+            slot = step.output_slot
+            if slot == TASK_ROOT:
+                problem(f"{here}.output_slot", "'task' is reserved for task metadata")
+            elif slot in written:
+                problem(f"{here}.output_slot", f"slot '{slot}' is already written by {written[slot]}")
+            else:
+                written[slot] = step.step_id
+
+    for i, check in enumerate(recipe.dod):
+        here = f"$.dod[{i}]"
+        if isinstance(check, SlotNotNull | SlotFieldEquals) and check.slot not in written:
+            problem(f"{here}.slot", f"checks slot '{check.slot}' that no step writes")
+        if isinstance(check, FileExists) and not isinstance(check.path, str):
+            _check_ref(check.path.ref, f"{here}.path.$ref", written, problem)
+    return problems
+
+
+def _check_ref(text: str, where: str, written: dict[str, str], problem: Any) -> None:
+    try:
+        ref = parse_ref(text)
+    except RefResolutionError as exc:
+        problem(where, f"bad $ref '{text}': {exc.reason} at '{exc.failed_at}'")
+        return
+    if ref.is_task:
+        first = ref.steps[0].key if ref.steps else None
+        if first not in TASK_FIELDS:
+            problem(
+                where,
+                f"bad $ref root '{text}': task.* offers {', '.join(sorted(TASK_FIELDS))}",
+            )
+    elif ref.root not in written:
+        problem(where, f"bad $ref root '{text}': reads slot '{ref.root}' before any step writes it")
+
+
+def validate_recipe(
+    data: Any, file: str, known_tools: Collection[str], known_prompts: Collection[str]
+) -> Recipe:
+    recipe = parse_recipe(data, file)
+    problems = check_recipe(recipe, file, known_tools, known_prompts)
+    if problems:
+        raise RecipeInvalidError(problems)
+    return recipe

@@ -1,0 +1,148 @@
+"""Everything that can happen to a run, as past-tense, frozen, closed events."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from domain.events import DomainEvent
+
+Phase = Literal["a", "b"]
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskSpec(_Value):
+    description: str
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    session_plan_task_id: int | None = None
+
+
+class RoutingDecision(_Value):
+    """What the task router decided (appendix E), recorded when it starts work."""
+
+    routable: bool
+    recipe_id: str | None
+    reason: str
+    matched_pattern: str | None = None
+    initial_args: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class TokenUsage(_Value):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class DodResult(_Value):
+    index: int
+    check: dict[str, JsonValue]
+    passed: bool
+    detail: str
+    evidence: JsonValue = None
+
+
+class RunStarted(DomainEvent):
+    recipe_id: str
+    recipe: dict[str, Any]
+    fingerprint: str
+    task: TaskSpec
+    routing: RoutingDecision | None
+    session_id: str
+    trace_id: str
+    total_steps: int
+
+
+class StepStarted(DomainEvent):
+    step_index: int
+    step_id: str
+    phase: Phase
+    tool: str | None = None
+    agent_archetype: str | None = None
+    output_slot: str
+
+
+class ReceiptIssued(DomainEvent):
+    """A tool ran. The full payload lives here; the slot only points at it."""
+
+    receipt_id: str
+    session_id: str
+    step_id: str
+    tool: str
+    args: dict[str, JsonValue]
+    input_slot_refs: list[str]
+    output: JsonValue
+    output_sha256: str
+    summary: str
+    duration_ms: float
+
+
+class AgentResponded(DomainEvent):
+    step_id: str
+    agent_archetype: str
+    agent_id: str
+    tier: str
+    provider: str
+    model: str
+    prompt_type: str
+    prompt_variant: str
+    prompt_hash: str
+    input_slot_refs: list[str]
+    output: str
+    output_sha256: str
+    usage: TokenUsage
+    latency_ms: float
+
+
+class SlotWritten(DomainEvent):
+    slot: str
+    kind: Literal["pointer", "artifact"]
+    sha256: str
+    summary: str
+    receipt_id: str | None = None
+    agent_id: str | None = None
+    text: str | None = None
+
+
+class StepCompleted(DomainEvent):
+    step_index: int
+    step_id: str
+    output_slot: str
+    output_hash: str
+    output_preview: str
+    input_slot_refs: list[str]
+
+
+class StepFailed(DomainEvent):
+    step_index: int
+    step_id: str
+    error_type: str
+    error: str
+
+
+class DodChecked(DomainEvent):
+    passed: bool
+    results: list[DodResult]
+
+
+class RunCompleted(DomainEvent):
+    pass
+
+
+class RunFailed(DomainEvent):
+    error: str
+    step_id: str | None = None
+
+
+class RunCancelled(DomainEvent):
+    reason: str
+    step_index: int
+
+
+class RunResumed(DomainEvent):
+    step_index: int
+
+
+TERMINAL_EVENTS = (RunCompleted, RunFailed, RunCancelled)

@@ -1,0 +1,55 @@
+"""Everything the engine needs, wired once (the composition root)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.ports import Clock, IdSource, RandomIds, SystemClock
+from eventstore.store import EventStore
+from models.agents import AgentDirectory
+from prompts.registry import PromptRegistry
+from recipes.catalog import RecipeCatalog
+from tools.base import ToolRegistry
+from tools.workspace import Workspace
+
+
+@dataclass
+class Context:
+    workspace: Workspace
+    store: EventStore
+    tools: ToolRegistry
+    prompts: PromptRegistry
+    catalog: RecipeCatalog
+    agents: AgentDirectory
+    clock: Clock = field(default_factory=SystemClock)
+    ids: IdSource = field(default_factory=RandomIds)
+
+    @classmethod
+    def open(
+        cls,
+        workspace_dir: Path,
+        *,
+        store: EventStore | None = None,
+        agents: AgentDirectory | None = None,
+        tools: ToolRegistry | None = None,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> Context:
+        workspace = Workspace(workspace_dir)
+        tools = tools or ToolRegistry.default()
+        prompts = PromptRegistry.for_workspace(workspace.root)
+        catalog = RecipeCatalog.load(workspace.root, tools.names(), prompts.prompt_types())
+        return cls(
+            workspace=workspace,
+            store=store or EventStore.for_workspace(workspace.root),
+            tools=tools,
+            prompts=prompts,
+            catalog=catalog,
+            agents=agents or AgentDirectory.offline(),
+            clock=clock or SystemClock(),
+            ids=ids or RandomIds(),
+        )
+
+    def close(self) -> None:
+        self.store.close()

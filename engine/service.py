@@ -1,0 +1,101 @@
+"""Commands users give: start a run (by recipe id or routed description), resume, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import JsonValue
+
+from domain.errors import MissingArgsError, NotRoutableError, RunConflictError, RunNotFoundError
+from domain.recipe import Recipe
+from domain.router import route
+from domain.run import Run
+from domain.run_events import RoutingDecision, TaskSpec
+from engine.context import Context
+from engine.runner import Observer, StepRunner
+from eventstore.store import IntegrityError
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A recipe id, or a task description for the router, plus args."""
+
+    task_or_recipe: str
+    args: Mapping[str, JsonValue]
+    session_id: str | None = None
+    session_plan_task_id: int | None = None
+    description: str | None = None
+
+
+class RunService:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def route(self, description: str) -> RoutingDecision:
+        return route(description, self.ctx.catalog.recipes())
+
+    def plan(self, request: RunRequest) -> tuple[Recipe, TaskSpec, RoutingDecision | None]:
+        """Decide what would run, or raise a clear error; records nothing."""
+        routing: RoutingDecision | None = None
+        if request.task_or_recipe in self.ctx.catalog:
+            recipe = self.ctx.catalog.get(request.task_or_recipe)
+            description = request.description or recipe.label or recipe.recipe_id
+            args: dict[str, Any] = dict(request.args)
+        else:
+            routing = self.route(request.task_or_recipe)
+            if not routing.routable or routing.recipe_id is None:
+                raise NotRoutableError(request.task_or_recipe, routing.reason)
+            recipe = self.ctx.catalog.get(routing.recipe_id)
+            description = request.task_or_recipe
+            args = {**routing.initial_args, **request.args}
+        missing = recipe.required_args() - set(args)
+        if missing:
+            raise MissingArgsError(recipe.recipe_id, sorted(missing))
+        self.ctx.agents.check({step.agent_archetype for step in recipe.phase_b})
+        task = TaskSpec(description=description, args=args,
+                        session_plan_task_id=request.session_plan_task_id)
+        return recipe, task, routing
+
+    def start(self, request: RunRequest) -> Run:
+        recipe, task, routing = self.plan(request)
+        run = Run.start(
+            run_id=self.ctx.ids.new("run"),
+            at=self.ctx.clock.now(),
+            recipe=recipe,
+            task=task,
+            routing=routing,
+            session_id=request.session_id or self.ctx.ids.new("sess"),
+            trace_id=self.ctx.ids.new("tr"),
+        )
+        StepRunner(self.ctx).save(run)
+        return run
+
+    def load(self, run_id: str) -> Run:
+        run = self.ctx.store.load(Run, run_id)
+        if run is None:
+            raise RunNotFoundError(run_id)
+        return run
+
+    async def execute(self, run: Run, observer: Observer | None = None) -> Run:
+        return await StepRunner(self.ctx, observer).execute(run)
+
+    async def resume(self, run_id: str, observer: Observer | None = None) -> Run:
+        """Continue an unfinished run from its events; a finished one only gets its issues."""
+        run = self.load(run_id)
+        runner = StepRunner(self.ctx, observer)
+        if run.is_finished:
+            runner.open_issues(run)
+            return run
+        run.resume(self.ctx.clock.now())
+        return await runner.execute(run)
+
+    def cancel(self, run_id: str, reason: str = "cancelled by user") -> Run:
+        run = self.load(run_id)
+        run.cancel(self.ctx.clock.now(), reason)
+        try:
+            self.ctx.store.save(run)
+        except IntegrityError:
+            raise RunConflictError(run_id) from None
+        return run

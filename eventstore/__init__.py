@@ -1,0 +1,1 @@
+"""Persistence: the eventsourcing library's recorders, configured by CONTROLROOM_STORE."""

@@ -1,0 +1,70 @@
+"""Which store to use, from `CONTROLROOM_STORE`.
+
+- unset: a SQLite file at `<workspace>/.control-room/events.sqlite` (embedded, zero setup)
+- `sqlite:///absolute/path.sqlite` or `sqlite:relative/path.sqlite`: another SQLite file
+- `memory`: in-process only, for tests and throwaway demos
+- `postgresql://...`: the seam for the PostgreSQL store (not available in this version)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from domain.errors import StoreConfigError
+
+STORE_VAR = "CONTROLROOM_STORE"
+MAX_EVENT_BYTES_VAR = "CONTROLROOM_MAX_EVENT_BYTES"
+#: Largest serialized event payload accepted. A tool output or agent reply bigger than
+#: this is refused with a clear error instead of bloating every replay of the run.
+DEFAULT_MAX_EVENT_BYTES = 2 * 1024 * 1024
+
+
+def state_dir(workspace: Path) -> Path:
+    return workspace / ".control-room"
+
+
+def store_env(workspace: Path, spec: str | None = None) -> dict[str, str]:
+    """The eventsourcing environment for the configured store."""
+    spec = (os.environ.get(STORE_VAR, "") if spec is None else spec).strip()
+    common = {"ORIGINATOR_ID_TYPE": "text"}
+    if not spec:
+        return {**common, **_sqlite(state_dir(workspace) / "events.sqlite")}
+    if spec == "memory":
+        return {**common, "PERSISTENCE_MODULE": "eventsourcing.popo"}
+    if spec.startswith("sqlite:"):
+        raw = spec.removeprefix("sqlite:")
+        raw = raw[2:] if raw.startswith("//") else raw
+        if not raw:
+            raise StoreConfigError(f"{STORE_VAR}='{spec}' names no SQLite file")
+        path = Path(raw)
+        return {**common, **_sqlite(path if path.is_absolute() else workspace / path)}
+    if spec.startswith(("postgres://", "postgresql://")):
+        raise StoreConfigError(
+            f"{STORE_VAR} names a PostgreSQL store; this version stores events in SQLite only "
+            "(unset it to use <workspace>/.control-room/events.sqlite)"
+        )
+    raise StoreConfigError(
+        f"{STORE_VAR}='{spec}' is not understood; use 'sqlite:///path', 'memory', or leave unset"
+    )
+
+
+def _sqlite(path: Path) -> dict[str, str]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreConfigError(f"cannot create the store folder {path.parent}: {exc}") from exc
+    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path)}
+
+
+def max_event_bytes() -> int:
+    raw = os.environ.get(MAX_EVENT_BYTES_VAR, "").strip()
+    if not raw:
+        return DEFAULT_MAX_EVENT_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise StoreConfigError(f"{MAX_EVENT_BYTES_VAR}='{raw}' is not a number of bytes") from None
+    if value < 1024:
+        raise StoreConfigError(f"{MAX_EVENT_BYTES_VAR} must be at least 1024 bytes")
+    return value

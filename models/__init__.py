@@ -1,0 +1,1 @@
+"""Model providers behind one port. `offline` is deterministic and needs no network."""

@@ -1,0 +1,62 @@
+"""The offline provider: deterministic, derives every answer from what the agent was shown.
+
+For demos and tests: it needs no network and no keys, and the same inputs always give
+the same output, so runs are reproducible to the byte. It is labelled as such in every
+event (`provider: offline`). `CONTROLROOM_OFFLINE_LATENCY_MS` simulates a model's
+latency for benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+
+from domain.errors import ModelConfigError, ModelError
+from domain.run_events import TokenUsage
+from models import offline_roles
+from models.port import ModelRequest, ModelResponse
+
+OFFLINE_MODEL = "offline-deterministic-1"
+LATENCY_VAR = "CONTROLROOM_OFFLINE_LATENCY_MS"
+
+Handler = Callable[[str, list[tuple[str, str]]], str]
+
+
+def approx_tokens(text: str) -> int:
+    """About four tokens for every three words, as a stand-in for a tokenizer."""
+    return (len(text.split()) * 4 + 2) // 3
+
+
+class OfflineModel:
+    provider = "offline"
+
+    def __init__(self, latency_ms: float = 0.0) -> None:
+        self.latency_ms = latency_ms
+
+    @classmethod
+    def from_env(cls) -> OfflineModel:
+        raw = os.environ.get(LATENCY_VAR, "").strip()
+        try:
+            latency = float(raw) if raw else 0.0
+        except ValueError:
+            raise ModelConfigError(f"{LATENCY_VAR}='{raw}' is not a number") from None
+        return cls(max(0.0, latency))
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.model != OFFLINE_MODEL:
+            raise ModelConfigError(
+                f"offline provider serves model '{OFFLINE_MODEL}', not '{request.model}'"
+            )
+        handler = offline_roles.HANDLERS.get(request.prompt_type)
+        if handler is None:
+            raise ModelError(f"offline model has no behaviour for prompt type "
+                             f"'{request.prompt_type}'")
+        if self.latency_ms:
+            await asyncio.sleep(self.latency_ms / 1000)
+        text = handler(request.task_description, list(request.inputs.items()))
+        if not text.strip():
+            raise ModelError(f"offline model produced no output for '{request.prompt_type}'")
+        usage = TokenUsage(input_tokens=approx_tokens(request.prompt),
+                           output_tokens=approx_tokens(text))
+        return ModelResponse(text=text, usage=usage)

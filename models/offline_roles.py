@@ -1,0 +1,437 @@
+"""What each role does offline, per prompt type: real, deterministic work on its inputs.
+
+Each handler gets the task description and the (slot, text) pairs the agent was shown,
+and returns the agent's reply. They reuse the phase A analysis so, for example, the
+continuity report's `pass` comes from checking the draft against the canon facts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from domain.canonical import sha256_text
+from tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
+from tools.builtin.prose_analyzer import prose_metrics
+
+Inputs = list[tuple[str, str]]
+
+
+def _joined(inputs: Inputs) -> str:
+    return "\n".join(text for _, text in inputs)
+
+
+def _pick(seed: str, options: list[str]) -> str:
+    return options[int(sha256_text(seed)[:8], 16) % len(options)]
+
+
+def _json_of(inputs: Inputs) -> dict[str, Any]:
+    for _, text in inputs:
+        stripped = text.strip()
+        if stripped.startswith("{"):
+            try:
+                value = json.loads(stripped)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return {}
+
+
+def _marked(inputs: Inputs, mark: str = "!") -> list[str]:
+    return [line.strip()[len(mark):].strip() for line in _joined(inputs).splitlines()
+            if line.strip().startswith(mark + " ")]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# -- creative pipeline ------------------------------------------------------------------------
+
+_FOCUS = re.compile(r"Focus: Scene (\d+) '(.+)'")
+_CAST = re.compile(r"^Characters: (.+)$", re.MULTILINE)
+_BEAT = re.compile(r"^- beat: (.+)$", re.MULTILINE)
+
+
+def refine_brief(task: str, inputs: Inputs) -> str:
+    text = _joined(inputs)
+    focus = _FOCUS.search(text)
+    number, title = (focus.group(1), focus.group(2)) if focus else ("?", task.strip())
+    cast_match = _CAST.search(text)
+    cast = [c.strip() for c in cast_match.group(1).split(",")] if cast_match else []
+    cast = [c for c in cast if c and c != "unspecified"]
+    beats = _BEAT.findall(text) or [task.strip()]
+    facts = [f for f in parse_fact_lines(text) if not cast or f.entity in cast]
+    lines = [f"# Scene brief: Scene {number} — {title}",
+             f"POV: {cast[0] if cast else 'unspecified'}",
+             f"Characters: {', '.join(cast) or 'unspecified'}",
+             f"Goal: {task.strip()}", "Beats:"]
+    lines += [f"{i}. {beat}" for i, beat in enumerate(beats, start=1)]
+    lines.append("Canon to honour:")
+    lines += [f"- {f.line()}" for f in facts] or ["- (no canon facts for this cast)"]
+    return "\n".join(lines)
+
+
+_IRREGULAR = {"flees": "fled", "rings": "rang", "finds": "found", "meets": "met", "leads": "led",
+              "takes": "took", "sees": "saw", "runs": "ran", "comes": "came", "goes": "went",
+              "holds": "held", "is": "was", "are": "were", "has": "had", "falls": "fell",
+              "rides": "rode", "speaks": "spoke", "breaks": "broke", "gives": "gave"}
+
+
+def _past(verb: str) -> str:
+    lowered = verb.lower()
+    if lowered in _IRREGULAR:
+        return _IRREGULAR[lowered]
+    if not lowered.endswith("s") or lowered.endswith("ss"):
+        return verb
+    stem = verb[:-2] if lowered.endswith(("shes", "ches", "xes", "sses")) else verb[:-1]
+    if stem.endswith("e"):
+        return stem + "d"
+    if stem.endswith("y") and stem[-2:-1] not in "aeiou":
+        return stem[:-1] + "ied"
+    return stem + "ed"
+
+
+def _past_tense(beat: str, names: set[str]) -> str:
+    tokens = beat.split()
+    out = []
+    for i, token in enumerate(tokens):
+        after_name = i > 0 and tokens[i - 1].strip(",'’s") in names
+        after_and = i > 0 and tokens[i - 1] == "and" and i > 1
+        bare = token.strip(",.")
+        if (after_name or after_and or bare.lower() in _IRREGULAR) and bare.islower():
+            token = token.replace(bare, _past(bare))
+        out.append(token)
+    sentence = " ".join(out)
+    return sentence[0].upper() + sentence[1:].rstrip(".") + "."
+
+
+_DETAIL = {
+    "eyes": ["{n}'s {v} eyes did not waver.", "{n}'s {v} eyes caught the thin light.",
+             "{n} looked up, {v} eyes hard as flint."],
+    "hair": ["{n}'s {v} hair was dark with rain.", "Wind pulled at {n}'s {v} hair."],
+}
+_LINES = ["\"We end this here,\" {n} said.", "\"You knew,\" {n} said. \"You always knew.\"",
+          "\"Not yet,\" {n} said quietly.", "\"Then show me,\" {n} said."]
+_BEATS_CLOSE = ["For a moment neither of them moved, and the silence said more than {n} wanted it to.",
+                "{n} let the words settle like frost on the stones.",
+                "Somewhere below, a door shut, and {n} did not look away.",
+                "The wind took the rest, and {n} let it."]
+_HOOKS = ["Below them, the bell began to ring — and no one stood at the rope.",
+          "Only later would {n} ask who had left the tunnel door open?",
+          "And somewhere under the wall, something answered…"]
+
+
+def draft_scene(task: str, inputs: Inputs) -> str:
+    brief = next((t for _, t in inputs if t.lstrip().startswith("# Scene brief")), _joined(inputs))
+    heading = re.search(r"# Scene brief: (Scene \S+) — (.+)", brief)
+    title = f"{heading.group(1)}: {heading.group(2)}" if heading else task.strip()
+    cast_match = _CAST.search(brief)
+    cast = [c.strip() for c in cast_match.group(1).split(",")] if cast_match else []
+    cast = [c for c in cast if c and c != "unspecified"]
+    beats = re.findall(r"^\d+\. (.+)$", brief, re.MULTILINE) or [task.strip()]
+    facts = parse_fact_lines(_joined(inputs))
+    by_entity: dict[str, dict[str, str]] = {}
+    for fact in facts:
+        by_entity.setdefault(fact.entity, {})[fact.attribute] = fact.value
+    names = set(cast) | set(by_entity)
+    paragraphs = [f"# {title}"]
+    places = [e for e, attrs in by_entity.items() if "region" in attrs or "features" in attrs]
+    place = places[0] if places else "the fortress"
+    paragraphs.append(f"Grey light came slowly over {place}. The wind carried the smell of rain "
+                      f"and iron, and every sound seemed to wait for the next.")
+    rotation = int(sha256_text(title)[:8], 16)  # varied lines, never the same one twice
+    for i, beat in enumerate(beats):
+        subject = next((c for c in cast if c in beat), cast[0] if cast else "The rider")
+        other = next((c for c in cast if c != subject and c in beat),
+                     next((c for c in cast if c != subject), subject))
+        parts = [_past_tense(beat, names)]
+        attrs = by_entity.get(subject, {})
+        for attribute in ("eyes", "hair"):
+            if attribute in attrs:
+                template = _pick(f"{beat}:{attribute}", _DETAIL[attribute])
+                parts.append(template.format(n=subject, v=attrs[attribute].split(",")[0]))
+                break
+        parts.append(_LINES[(rotation + i) % len(_LINES)].format(n=other))
+        parts.append(_BEATS_CLOSE[(rotation + i) % len(_BEATS_CLOSE)].format(n=subject))
+        paragraphs.append(" ".join(parts))
+    paragraphs.append(_pick(title, _HOOKS).format(n=cast[0] if cast else "anyone"))
+    return "\n\n".join(paragraphs) + "\n"
+
+
+_FILLER = re.compile(r"\b(?:very|really|just|suddenly|quite|somewhat|rather)\s+", re.IGNORECASE)
+_DOUBLED = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
+
+
+def polish_draft(task: str, inputs: Inputs) -> str:
+    text = inputs[0][1] if inputs else task
+    edited_lines = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            edited_lines.append(line.strip())
+            continue
+        line = _FILLER.sub("", line)
+        line = _DOUBLED.sub(r"\1", line)
+        line = re.sub(r"[ \t]{2,}", " ", line).strip()
+        line = re.sub(r"([.!?…]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), line)
+        line = re.sub(r"\s+([,.;:!?])", r"\1", line)
+        edited_lines.append(line[:1].upper() + line[1:] if line else line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(edited_lines)).strip() + "\n"
+
+
+def check_continuity(task: str, inputs: Inputs) -> str:
+    facts = parse_fact_lines(_joined(inputs))
+    candidates = [(n, t) for n, t in inputs if not parse_fact_lines(t)]
+    name, text = candidates[0] if candidates else (inputs[0] if inputs else ("text", ""))
+    names: dict[str, list[str]] = {}
+    for fact in facts:
+        names.setdefault(fact.entity, list(dict.fromkeys([fact.entity,
+                                                          fact.entity.split()[0]])))
+    conflicts = find_conflicts(name, text, facts, names)
+    seen = sorted(e for e, ns in names.items() if any(n in text for n in ns))
+    report = {
+        "pass": not conflicts,
+        "conflicts": [
+            {k: v for k, v in c.as_dict().items() if k in
+             ("entity", "attribute", "canon_value", "found", "sentence")}
+            for c in conflicts
+        ],
+        "facts_checked": len(facts),
+        "entities_seen": seen,
+    }
+    return _dumps(report)
+
+
+def evaluate_reader_experience(task: str, inputs: Inputs) -> str:
+    text = inputs[0][1] if inputs else ""
+    m = prose_metrics(text)
+    hook = bool(re.search(r"[?…—]", text.strip()[-120:]))
+    score = max(1, min(10, 8 - len(m["flags"]) + (1 if hook else -1)
+                       - (1 if m["pacing"] == "slow" else 0)))
+    lines = [f"## Critique — verdict {score}/10",
+             f"Grips: {m['pacing']} pacing ({m['avg_sentence_words']} words a sentence), "
+             f"dialogue {m['dialogue_ratio']:.0%} of the text"
+             + ("; the ending pulls the reader on." if hook else "."),
+             "Drags: " + ("; ".join(m["flags"]) if m["flags"] else "nothing measurable."),
+             "Suggestion: " + ("vary sentence length around the confrontation."
+                               if m["pacing"] == "brisk" else "cut the longest sentences.")]
+    return "\n".join(lines)
+
+
+# -- analytical pipelines ---------------------------------------------------------------------
+
+def review_consistency(task: str, inputs: Inputs) -> str:
+    findings = []
+    for message in _marked(inputs):
+        location = message.split(": ", 1)[0]
+        kind = "canon_conflict" if "canon says" in message else "name_variant"
+        findings.append({"type": kind, "location": location, "message": message})
+    summary = (f"{len(findings)} consistency finding(s) across the checked scenes"
+               if findings else "no contradictions with canon and no misspelt names")
+    return _dumps({"pass": not findings, "findings": findings, "summary": summary})
+
+
+_CONFLICT_MSG = re.compile(r"^(.+?):(\d+): (.+?)'s (.+?) is '(.+?)' but canon says '(.+?)'$")
+_VARIANT_MSG = re.compile(r"^(.+?):(\d+): '(.+?)' looks like a misspelling of '(.+?)'$")
+
+
+def propose_corrections(task: str, inputs: Inputs) -> str:
+    report = _json_of(inputs)
+    findings = report.get("findings") or report.get("conflicts") or []
+    if not findings:
+        return "No corrections needed: the continuity report lists no findings."
+    lines = ["## Proposed corrections"]
+    for i, finding in enumerate(findings, start=1):
+        message = str(finding.get("message", finding))
+        conflict, variant = _CONFLICT_MSG.match(message), _VARIANT_MSG.match(message)
+        if conflict:
+            path, line, entity, attribute, found, canon = conflict.groups()
+            lines.append(f"{i}. {path} line {line}: change '{found}' to '{canon}' "
+                         f"({entity}'s {attribute} per the canon card).")
+        elif variant:
+            path, line, found, expected = variant.groups()
+            lines.append(f"{i}. {path} line {line}: replace '{found}' with '{expected}'.")
+        else:
+            lines.append(f"{i}. Review: {message}")
+    return "\n".join(lines)
+
+
+def revise_prose(task: str, inputs: Inputs) -> str:
+    advice = {"sentence(s) over": "split the longest sentences at their turns",
+              "adverb density": "trade -ly adverbs for stronger verbs",
+              "repeated words": "vary the repeated words or cut the repeats",
+              "passive": "rewrite passive constructions with their actors first"}
+    lines, current = ["## Revision notes"], None
+    for raw in _joined(inputs).splitlines():
+        if raw.startswith("- ") and ":" in raw:
+            current = raw[2:].split(":", 1)[0]
+        elif raw.strip().startswith("! ") and current:
+            flag = raw.strip()[2:]
+            fix = next((v for k, v in advice.items() if k in flag), "tighten this passage")
+            lines.append(f"- {current}: {flag} → {fix}.")
+    if len(lines) == 1:
+        lines.append("- No measured problems; keep the prose as it is and read it aloud once.")
+    return "\n".join(lines)
+
+
+def evaluate_prose(task: str, inputs: Inputs) -> str:
+    notes = [line for line in _joined(inputs).splitlines() if " → " in line]
+    flags = [line for line in _joined(inputs).splitlines() if line.strip().startswith("! ")]
+    addressed = min(len(notes), len(flags))
+    verdict = "accept" if addressed >= len(flags) else "revise again"
+    return (f"## Prose verdict: {verdict}\nThe notes address {addressed} of {len(flags)} "
+            f"measured problem(s).")
+
+
+def assess_foreshadowing(task: str, inputs: Inputs) -> str:
+    unresolved = [line.split(":", 1)[1].strip() for line in _joined(inputs).splitlines()
+                  if line.startswith("- unresolved:")]
+    drops = _marked(inputs)
+    lines = ["## Foreshadowing assessment"]
+    lines += [f"- Setup without payoff: '{term}' is planted and never returns." for term in
+              unresolved] or ["- Every planted name returns later."]
+    lines += [f"- Tension sag: {drop}." for drop in drops] or ["- Tension holds scene to scene."]
+    return "\n".join(lines)
+
+
+def plan_foreshadowing(task: str, inputs: Inputs) -> str:
+    lines = ["## Foreshadowing plan"]
+    for line in _joined(inputs).splitlines():
+        setup = re.search(r"'(.+?)' is planted", line)
+        if setup:
+            lines.append(f"- Pay off '{setup.group(1)}' in the next scene that shares its cast.")
+        elif "Tension sag:" in line:
+            lines.append(f"- Raise the stakes where {line.split('entering', 1)[-1].strip(' .')}"
+                         " opens: give its first beat a threat or a deadline.")
+    if len(lines) == 1:
+        lines.append("- No changes needed.")
+    return "\n".join(lines)
+
+
+def draft_foreshadowing(task: str, inputs: Inputs) -> str:
+    lines = ["## Inserts"]
+    for line in _joined(inputs).splitlines():
+        payoff = re.search(r"Pay off '(.+?)'", line)
+        stakes = re.search(r"where (.+?) opens", line)
+        if payoff:
+            lines.append(f"- \"{payoff.group(1)}\" — no one had spoken of it since, "
+                         "but everyone remembered.")
+        elif stakes:
+            lines.append(f"- Opening of {stakes.group(1)}: \"By nightfall the gate must hold, "
+                         "or none of us will.\"")
+    if len(lines) == 1:
+        lines.append("- (nothing to insert)")
+    return "\n".join(lines)
+
+
+def review_scene_structure(task: str, inputs: Inputs) -> str:
+    failed = _marked(inputs, "- FAIL")
+    warned = _marked(inputs, "- WARN")
+    lines = ["## Structure review"]
+    lines += [f"{i}. Fix {item}" for i, item in enumerate(failed, start=1)]
+    lines += [f"- Consider: {item}" for item in warned]
+    if not failed and not warned:
+        lines.append("The scene's structure holds: no changes needed.")
+    return "\n".join(lines)
+
+
+def confirm_scene_validity(task: str, inputs: Inputs) -> str:
+    failed = [item.split(":", 1)[0] for item in _marked(inputs, "- FAIL")]
+    warned = [item.split(":", 1)[0] for item in _marked(inputs, "- WARN")]
+    return _dumps({"pass": not failed, "failed_checks": failed, "warnings": warned})
+
+
+def find_canon_gaps(task: str, inputs: Inputs) -> str:
+    text = _joined(inputs)
+    facts = parse_fact_lines(text)
+    kinds = dict(re.findall(r"([^,:]+?) \((\w+)\)", next(
+        (line[len("Cards: "):] for line in text.splitlines() if line.startswith("Cards: ")), "")))
+    kinds = {k.strip(): v for k, v in kinds.items()}
+    attributes: dict[str, set[str]] = {}
+    for fact in facts:
+        attributes.setdefault(fact.entity, set()).add(fact.attribute)
+    gaps = []
+    for kind in sorted(set(kinds.values())):
+        members = [e for e, k in kinds.items() if k == kind]
+        counts: dict[str, int] = {}
+        for entity in members:
+            for attribute in attributes.get(entity, set()):
+                counts[attribute] = counts.get(attribute, 0) + 1
+        expected = {a for a, n in counts.items() if n * 2 > len(members)}
+        for entity in members:
+            missing = sorted(expected - attributes.get(entity, set()))
+            if missing:
+                gaps.append({"entity": entity, "missing": missing})
+    conflicts = _marked(inputs)
+    return _dumps({"gaps": gaps, "conflicts": conflicts, "pass": not gaps and not conflicts})
+
+
+def update_canon(task: str, inputs: Inputs) -> str:
+    report = _json_of(inputs)
+    lines = ["## Canon updates"]
+    for gap in report.get("gaps", []):
+        lines.append(f"- {gap['entity']}: add {', '.join(gap['missing'])} "
+                     "(ask the author, or take it from the scenes).")
+    for message in report.get("conflicts", []):
+        match = _CONFLICT_MSG.match(message)
+        if match:
+            path, line, entity, attribute, found, canon = match.groups()
+            lines.append(f"- {entity}: card says {attribute} = {canon}, {path}:{line} says "
+                         f"{found}; keep the card and fix the scene, or update the card.")
+        else:
+            lines.append(f"- Resolve: {message}")
+    if len(lines) == 1:
+        lines.append("- The canon cards are complete and consistent with the scenes.")
+    return "\n".join(lines)
+
+
+_OUTLINE_SCENE = re.compile(r"^- Scene (\d+): (.+) \((\d+) beats; characters: (.+)\)$",
+                            re.MULTILINE)
+
+
+def restructure_outline(task: str, inputs: Inputs) -> str:
+    scenes = _OUTLINE_SCENE.findall(_joined(inputs))
+    lines = ["## Proposed structure"]
+    for number, title, beats, cast in scenes:
+        note = ("keep" if int(beats) >= 3 else f"thin ({beats} beats): merge or deepen")
+        if cast == "none listed":
+            note += "; name its point-of-view character"
+        lines.append(f"{number}. {title} — {note}")
+    if not scenes:
+        lines.append("No scenes found in the outline analysis; nothing to restructure.")
+    return "\n".join(lines)
+
+
+def evaluate_outline(task: str, inputs: Inputs) -> str:
+    items = re.findall(r"^\d+\. .+ — (.+)$", _joined(inputs), re.MULTILINE)
+    kept = sum(item.startswith("keep") for item in items)
+    score = round(10 * kept / len(items)) if items else 1
+    return (f"## Outline verdict: {score}/10\n{kept} of {len(items)} scene(s) carry their "
+            f"weight as planned.")
+
+
+HANDLERS: dict[str, Callable[[str, Inputs], str]] = {
+    "refine_brief": refine_brief,
+    "draft_scene": draft_scene,
+    "polish_draft": polish_draft,
+    "check_continuity": check_continuity,
+    "evaluate_reader_experience": evaluate_reader_experience,
+    "review_consistency": review_consistency,
+    "propose_corrections": propose_corrections,
+    "revise_prose": revise_prose,
+    "evaluate_prose": evaluate_prose,
+    "assess_foreshadowing": assess_foreshadowing,
+    "plan_foreshadowing": plan_foreshadowing,
+    "draft_foreshadowing": draft_foreshadowing,
+    "review_scene_structure": review_scene_structure,
+    "confirm_scene_validity": confirm_scene_validity,
+    "find_canon_gaps": find_canon_gaps,
+    "update_canon": update_canon,
+    "restructure_outline": restructure_outline,
+    "evaluate_outline": evaluate_outline,
+}
+
+__all__ = ["HANDLERS", "Fact", "sentences"]

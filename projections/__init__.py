@@ -1,0 +1,1 @@
+"""Read models built only from events. GET endpoints and CLI views read these."""

@@ -1,0 +1,1 @@
+"""The prompt registry (`prompts.json`) and its template files, with tier variants."""

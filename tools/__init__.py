@@ -1,0 +1,1 @@
+"""Phase A tools: deterministic text analysis confined to the workspace."""

@@ -1,0 +1,86 @@
+"""The tool port: what a phase A tool is, and the registry that runs them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from domain.errors import ToolError, UnknownToolError
+from tools.workspace import Workspace
+
+ENTRY_POINT_GROUP = "controlroom.tools"
+
+
+class ToolArgs(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    output: dict[str, JsonValue]
+    summary: str
+
+
+class Tool(Protocol):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: ClassVar[type[ToolArgs]]
+
+    def run(self, args: Any, workspace: Workspace) -> ToolResult: ...
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self._tools[tool.name] = tool
+
+    @classmethod
+    def default(cls, with_plugins: bool = True) -> ToolRegistry:
+        from tools.builtin import BUILTIN_TOOLS
+
+        tools: list[Tool] = [tool() for tool in BUILTIN_TOOLS]
+        if with_plugins:
+            tools.extend(load_plugins())
+        return cls(tools)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def get(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise UnknownToolError(name) from None
+
+    def execute(self, name: str, raw_args: dict[str, Any], workspace: Workspace) -> ToolResult:
+        tool = self.get(name)
+        try:
+            args = tool.args_model.model_validate(raw_args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"arg '{'.'.join(str(p) for p in err['loc']) or '?'}': {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ToolError(name, f"bad arguments: {problems}") from None
+        return tool.run(args, workspace)
+
+
+def load_plugins() -> list[Tool]:
+    """Third-party tools registered under the `controlroom.tools` entry-point group.
+
+    An entry point names a tool class (instantiated with no arguments) or an instance.
+    """
+    found: list[Tool] = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        loaded = entry.load()
+        tool = loaded() if isinstance(loaded, type) else loaded
+        for attribute in ("name", "args_model", "run"):
+            if not hasattr(tool, attribute):
+                raise ToolError(entry.name, f"plugin {entry.value} has no '{attribute}'")
+        found.append(tool)
+    return found

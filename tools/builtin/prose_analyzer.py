@@ -1,0 +1,81 @@
+"""prose_analyzer: pacing and prose metrics per scene."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+from pydantic import JsonValue
+
+from tools.analysis import (
+    STOPWORDS,
+    dialogue_ratio,
+    flesch_reading_ease,
+    paragraphs,
+    sentences,
+    words,
+)
+from tools.base import ToolArgs, ToolResult
+from tools.workspace import Workspace
+
+LONG_SENTENCE_WORDS = 35
+_NOT_ADVERBS = frozenset({"only", "early", "family", "holy", "lily", "belly", "reply", "ugly",
+                          "supply", "fly", "july", "italy", "rely", "ally", "silly", "lonely"})
+
+
+class ProseAnalyzerArgs(ToolArgs):
+    paths: list[str]
+
+
+def prose_metrics(text: str) -> dict[str, Any]:
+    ws = words(text)
+    ss = sentences(text)
+    lengths = [len(words(s)) for _, s in ss]
+    adverbs = [w for w in ws if w.lower().endswith("ly") and w.lower() not in _NOT_ADVERBS]
+    content = [w.lower() for w in ws if w.lower() not in STOPWORDS and len(w) > 3]
+    repeated = [w for w, n in Counter(content).most_common(5) if n >= 4]
+    passive = sum(
+        1 for _, s in ss
+        for a, b in zip(words(s), words(s)[1:], strict=False)
+        if a.lower() in {"was", "were", "been", "is", "are"} and b.lower().endswith("ed")
+    )
+    avg = round(sum(lengths) / len(lengths), 1) if lengths else 0.0
+    flags = []
+    long_sentences = [s for (_, s), n in zip(ss, lengths, strict=True) if n > LONG_SENTENCE_WORDS]
+    if long_sentences:
+        flags.append(f"{len(long_sentences)} sentence(s) over {LONG_SENTENCE_WORDS} words")
+    adverb_density = round(len(adverbs) / len(ws), 3) if ws else 0.0
+    if adverb_density > 0.02:
+        flags.append(f"adverb density {adverb_density:.1%} (-ly words: {', '.join(adverbs[:5])})")
+    if repeated:
+        flags.append(f"repeated words: {', '.join(repeated)}")
+    if passive:
+        flags.append(f"{passive} passive construction(s)")
+    pacing = "brisk" if avg < 12 else "measured" if avg < 20 else "slow"
+    return {
+        "words": len(ws), "sentences": len(ss), "paragraphs": len(paragraphs(text)),
+        "avg_sentence_words": avg, "longest_sentence_words": max(lengths, default=0),
+        "dialogue_ratio": dialogue_ratio(text), "adverb_density": adverb_density,
+        "adverbs": adverbs[:10], "repeated_words": repeated, "passive_constructions": passive,
+        "reading_ease": flesch_reading_ease(text), "pacing": pacing, "flags": flags,
+        "long_sentences": long_sentences[:3],
+    }
+
+
+class ProseAnalyzer:
+    name: ClassVar[str] = "prose_analyzer"
+    description: ClassVar[str] = "Measure pacing and prose quality of scenes"
+    args_model: ClassVar[type[ToolArgs]] = ProseAnalyzerArgs
+
+    def run(self, args: ProseAnalyzerArgs, workspace: Workspace) -> ToolResult:
+        files = {path: prose_metrics(workspace.read_text(path)) for path in args.paths}
+        total_words = sum(m["words"] for m in files.values())
+        output: dict[str, JsonValue] = {"files": files, "total_words": total_words,
+                                        "flag_count": sum(len(m["flags"]) for m in files.values())}
+        lines = [f"Prose of {len(files)} file(s), {total_words} words"]
+        for path, m in files.items():
+            lines.append(f"- {path}: {m['words']} words, {m['avg_sentence_words']} words/sentence,"
+                         f" pacing {m['pacing']}, dialogue {m['dialogue_ratio']:.0%}, "
+                         f"reading ease {m['reading_ease']}")
+            lines.extend(f"  ! {flag}" for flag in m["flags"])
+        return ToolResult(output, "\n".join(lines))

@@ -1,0 +1,69 @@
+"""The workspace: the only folder tools may read. `..`, absolute paths and links out are refused."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+from domain.errors import WorkspaceError
+
+STATE_DIR = ".control-room"
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+class Workspace:
+    def __init__(self, root: Path) -> None:
+        if not root.exists():
+            raise WorkspaceError(f"workspace '{root}' does not exist")
+        if not root.is_dir():
+            raise WorkspaceError(f"workspace '{root}' is not a folder")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise WorkspaceError(f"workspace '{root}' is not readable")
+        self.root = root.resolve()
+        self._texts: dict[str, str] = {}
+
+    def resolve(self, relative: str) -> Path:
+        """The real path of a workspace-relative path, or a WorkspaceError naming why not."""
+        if not isinstance(relative, str) or not relative.strip():
+            raise WorkspaceError("empty path")
+        pure = PurePosixPath(relative.replace("\\", "/"))
+        if pure.is_absolute() or Path(relative).is_absolute():
+            raise WorkspaceError(f"path '{relative}' is absolute; use a path inside the workspace")
+        if ".." in pure.parts:
+            raise WorkspaceError(f"path '{relative}' uses '..' and could leave the workspace")
+        real = (self.root / pure).resolve()
+        if not real.is_relative_to(self.root):
+            raise WorkspaceError(f"path '{relative}' leads outside the workspace (through a link)")
+        return real
+
+    def exists(self, relative: str) -> bool:
+        return self.resolve(relative).is_file()
+
+    def read_text(self, relative: str) -> str:
+        """File text, read once per workspace object (a run sees one consistent snapshot)."""
+        key = str(PurePosixPath(relative.replace("\\", "/")))
+        if key not in self._texts:
+            path = self.resolve(relative)
+            if not path.is_file():
+                raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
+            try:
+                self._texts[key] = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise WorkspaceError(f"cannot read '{relative}': {exc.strerror}") from exc
+        return self._texts[key]
+
+    @cached_property
+    def text_files(self) -> list[str]:
+        """Workspace-relative paths of every text file, sorted; links out are skipped."""
+        found: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in filenames:
+                if name.startswith(".") or not name.lower().endswith(TEXT_SUFFIXES):
+                    continue
+                full = Path(dirpath) / name
+                if full.is_symlink() and not full.resolve().is_relative_to(self.root):
+                    continue
+                found.append(full.relative_to(self.root).as_posix())
+        return sorted(found)
