@@ -23,18 +23,21 @@ from domain.errors import (
     RunConflictError,
     RunStateError,
 )
-from domain.issue import Issue
 from domain.run import Run, RunStatus
 from engine.context import Context
 from engine.service import RunRequest, RunService
+from eventstore.store import Positioned
 from projections.issue_list import list_issues
 from projections.run_index import list_runs, unfinished_run_ids
 from projections.run_view import build_run_view
 
 EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
 EXIT_BAD_INPUT, EXIT_CONFLICT = 64, 75
-STATUS_EXIT = {RunStatus.DONE: EXIT_DONE, RunStatus.FAILED: EXIT_FAILED,
-               RunStatus.CANCELLED: EXIT_INTERRUPTED}
+STATUS_EXIT = {
+    RunStatus.DONE: EXIT_DONE,
+    RunStatus.FAILED: EXIT_FAILED,
+    RunStatus.CANCELLED: EXIT_INTERRUPTED,
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,8 +93,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
     ctx = _open(ns)
     service = RunService(ctx)
-    request = RunRequest(ns.task, _parse_args_kv(ns.arg), session_id=ns.session,
-                         description=ns.description)
+    request = RunRequest(
+        ns.task, _parse_args_kv(ns.arg), session_id=ns.session, description=ns.description
+    )
     try:
         run = service.start(request)
     except NotRoutableError as exc:
@@ -100,21 +104,22 @@ def cmd_run(ns: argparse.Namespace) -> int:
             _emit_json(message)
         else:
             print(f"not routable: {exc.reason}", file=sys.stderr)
-            print("hint: name a recipe id (controlroom recipes list) or rephrase the task",
-                  file=sys.stderr)
+            print(
+                "hint: name a recipe id (controlroom recipes list) or rephrase the task",
+                file=sys.stderr,
+            )
         return EXIT_NOT_ROUTABLE
     printer = None if ns.quiet else ProgressPrinter()
     if printer:
-        for item in ctx.store.read_log(after=0, topics=()) if False else []:
-            printer.render(item)
-        from eventstore.store import Positioned
-
+        # The start was committed before the runner took over: show it the same way.
         printer([Positioned(0, e) for e in ctx.store.stream(run.id)])
     try:
         run = asyncio.run(service.execute(run, printer))
     except KeyboardInterrupt:
-        print(f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
-              file=sys.stderr)
+        print(
+            f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     return _finish(ctx, run, ns.json)
 
@@ -130,7 +135,9 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         return EXIT_DONE
     worst = EXIT_DONE
     for run_id in run_ids:
-        printer = None if ns.quiet else ProgressPrinter(total_steps=service.load(run_id).total_steps)
+        printer = (
+            None if ns.quiet else ProgressPrinter(total_steps=service.load(run_id).total_steps)
+        )
         try:
             run = asyncio.run(service.resume(run_id, printer))
         except KeyboardInterrupt:
@@ -158,15 +165,21 @@ def cmd_show(ns: argparse.Namespace) -> int:
     if ns.json:
         _emit_json(view)
         return EXIT_DONE
-    print(f"{view['run_id']}  {view['recipe_id']}  {view['status']}"
-          f"  step {view['current_step_index'] + 1}/{view['total_steps']}")
+    print(
+        f"{view['run_id']}  {view['recipe_id']}  {view['status']}"
+        f"  step {view['current_step_index'] + 1}/{view['total_steps']}"
+    )
     print(f"task: {view['task']['description']}")
-    print(f"created {view['created_at']}  updated {view['updated_at']}"
-          f"  completed {view['completed_at'] or '-'}")
+    print(
+        f"created {view['created_at']}  updated {view['updated_at']}"
+        f"  completed {view['completed_at'] or '-'}"
+    )
     for step in view["steps"]:
         who = step.get("tool") or step.get("agent_archetype")
-        print(f"  {step['status']:>9}  {step['phase']}  {step['step_id']} ({who})"
-              f" → {step['output_slot']}: {(step.get('output_preview') or '')[:70]}")
+        print(
+            f"  {step['status']:>9}  {step['phase']}  {step['step_id']} ({who})"
+            f" → {step['output_slot']}: {(step.get('output_preview') or '')[:70]}"
+        )
     if view.get("dod"):
         for r in view["dod"]["results"]:
             print(f"  DoD {'✓' if r['passed'] else '✗'} {r['detail']}")
@@ -184,8 +197,10 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     if not rows:
         print("no runs")
     for r in rows:
-        print(f"{r['run_id']}  {r['status']:<9}  {r['recipe_id']:<26}  {r['created_at']}"
-              f"  {r['description'][:40]}")
+        print(
+            f"{r['run_id']}  {r['status']:<9}  {r['recipe_id']:<26}  {r['created_at']}"
+            f"  {r['description'][:40]}"
+        )
     return EXIT_DONE
 
 
@@ -194,17 +209,25 @@ def cmd_events(ns: argparse.Namespace) -> int:
     RunService(ctx).load(ns.run_id)
     events = ctx.store.stream(ns.run_id)
     if ns.json:
-        _emit_json([
-            {"version": e.originator_version, "type": e.type_name,
-             "timestamp": e.timestamp.isoformat(), "prev_hash": e.prev_hash,
-             "event_hash": e.event_hash, "data": e.payload()}
-            for e in events
-        ])
+        _emit_json(
+            [
+                {
+                    "version": e.originator_version,
+                    "type": e.type_name,
+                    "timestamp": e.timestamp.isoformat(),
+                    "prev_hash": e.prev_hash,
+                    "event_hash": e.event_hash,
+                    "data": e.payload(),
+                }
+                for e in events
+            ]
+        )
         return EXIT_DONE
     for e in events:
         detail = json.dumps(e.payload(), ensure_ascii=False, default=str)
-        print(f"{e.originator_version:>4}  {e.timestamp.isoformat()}  {e.type_name:<15} "
-              f"{detail[:90]}")
+        print(
+            f"{e.originator_version:>4}  {e.timestamp.isoformat()}  {e.type_name:<15} {detail[:90]}"
+        )
     return EXIT_DONE
 
 
@@ -262,9 +285,16 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
     if ns.action == "validate":
         print(f"ok: {len(catalog.recipes())} recipes valid")
     elif ns.action == "list":
-        rows = [{"recipe_id": e.recipe.recipe_id, "label": e.recipe.label,
-                 "steps": e.recipe.total_steps, "source": "bundled" if e.bundled else str(e.source),
-                 "task_patterns": e.recipe.task_patterns} for e in catalog.entries()]
+        rows = [
+            {
+                "recipe_id": e.recipe.recipe_id,
+                "label": e.recipe.label,
+                "steps": e.recipe.total_steps,
+                "source": "bundled" if e.bundled else str(e.source),
+                "task_patterns": e.recipe.task_patterns,
+            }
+            for e in catalog.entries()
+        ]
         if ns.json:
             _emit_json(rows)
         for r in [] if ns.json else rows:
@@ -290,12 +320,16 @@ def cmd_issues(ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", "-w", default=".",
-                        help="workspace folder (default: the current directory)")
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--workspace", "-w", default=".", help="workspace folder (default: the current directory)"
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output")
-    parser = _Parser(prog="controlroom", description=__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="controlroom",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("run", parents=[common], help="run a recipe id or a routed task")

@@ -46,8 +46,10 @@ class ProgressPrinter:
         elif isinstance(e, StepStarted):
             self.started[e.step_id] = e.timestamp
             what = e.tool if e.tool else f"{e.agent_archetype} agent"
-            self._say(f"  [{e.step_index + 1}/{self.total}] phase {e.phase.upper()} · "
-                      f"{e.step_id} ({what}) …")
+            self._say(
+                f"  [{e.step_index + 1}/{self.total}] phase {e.phase.upper()} · "
+                f"{e.step_id} ({what}) …"
+            )
         elif isinstance(e, StepCompleted):
             began = self.started.get(e.step_id)
             took = f" {(e.timestamp - began).total_seconds() * 1000:.0f} ms" if began else ""

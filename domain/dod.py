@@ -44,14 +44,26 @@ def _evaluate(
         try:
             actual = resolve_ref(path, task, slots)
         except RefResolutionError as exc:
-            return DodResult(index=index, check=spec, passed=False,
-                             detail=f"{path}: {exc.reason} at '{exc.failed_at}'",
-                             evidence=_evidence(slots.get(check.slot)))
+            return DodResult(
+                index=index,
+                check=spec,
+                passed=False,
+                detail=f"{path}: {exc.reason} at '{exc.failed_at}'",
+                evidence=_evidence(slots.get(check.slot)),
+            )
         ok = _json_equal(actual, check.expected)
-        detail = (f"{path} == {json.dumps(check.expected)}" if ok else
-                  f"{path} expected {json.dumps(check.expected)}, got {json.dumps(actual)}")
-        return DodResult(index=index, check=spec, passed=ok, detail=detail,
-                         evidence=None if ok else _evidence(slots.get(check.slot)))
+        detail = (
+            f"{path} == {json.dumps(check.expected)}"
+            if ok
+            else f"{path} expected {json.dumps(check.expected)}, got {json.dumps(actual)}"
+        )
+        return DodResult(
+            index=index,
+            check=spec,
+            passed=ok,
+            detail=detail,
+            evidence=None if ok else _evidence(slots.get(check.slot)),
+        )
     assert isinstance(check, FileExists)
     if isinstance(check.path, str):
         path_text = check.path
@@ -61,8 +73,12 @@ def _evaluate(
         except RefResolutionError as exc:
             return DodResult(index=index, check=spec, passed=False, detail=str(exc))
     ok = file_exists(path_text)
-    return DodResult(index=index, check=spec, passed=ok,
-                     detail=f"file '{path_text}' {'exists' if ok else 'does not exist'}")
+    return DodResult(
+        index=index,
+        check=spec,
+        passed=ok,
+        detail=f"file '{path_text}' {'exists' if ok else 'does not exist'}",
+    )
 
 
 def _json_equal(a: Any, b: Any) -> bool:

@@ -46,7 +46,7 @@ class NotRoutableError(BadInputError):
 
 @dataclass(frozen=True)
 class RecipeProblem:
-    """One thing wrong with a recipe file, located by JSON path (e.g. `$.phase_b[2].prompt_type`)."""
+    """One thing wrong with a recipe file, located by JSON path (`$.phase_b[2].prompt_type`)."""
 
     file: str
     json_path: str

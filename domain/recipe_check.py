@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,9 +37,9 @@ def _clean_loc(loc: tuple[int | str, ...], data: Any) -> tuple[int | str, ...]:
     node = data
     for position, part in enumerate(loc):
         is_last = position == len(loc) - 1
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if in_dict or in_list:
             node = node[part]
         elif isinstance(node, dict) and is_last:
             pass  # a required key the document lacks: name it
@@ -66,7 +66,11 @@ def check_recipe(
 
     written: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
-    for phase, steps in (("phase_a", recipe.phase_a), ("phase_b", recipe.phase_b)):
+    phases: list[tuple[str, Sequence[ToolStep | AgentStep]]] = [
+        ("phase_a", recipe.phase_a),
+        ("phase_b", recipe.phase_b),
+    ]
+    for phase, steps in phases:
         for i, step in enumerate(steps):
             here = f"$.{phase}[{i}]"
             if step.step_id in seen_ids:
@@ -92,7 +96,9 @@ def check_recipe(
             if slot == TASK_ROOT:
                 problem(f"{here}.output_slot", "'task' is reserved for task metadata")
             elif slot in written:
-                problem(f"{here}.output_slot", f"slot '{slot}' is already written by {written[slot]}")
+                problem(
+                    f"{here}.output_slot", f"slot '{slot}' is already written by {written[slot]}"
+                )
             else:
                 written[slot] = step.step_id
 

@@ -56,8 +56,9 @@ def initial_args_from(description: str) -> dict[str, JsonValue]:
 def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     text = description.strip()
     if not text:
-        return RoutingDecision(routable=False, recipe_id=None,
-                               reason="empty task description; the Chief must scope it")
+        return RoutingDecision(
+            routable=False, recipe_id=None, reason="empty task description; the Chief must scope it"
+        )
     matches = [
         _Match(recipe.recipe_id, pattern, length)
         for recipe in recipes
@@ -66,7 +67,8 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     ]
     if not matches:
         return RoutingDecision(
-            routable=False, recipe_id=None,
+            routable=False,
+            recipe_id=None,
             reason="no recipe's task_patterns match; the Chief must scope this task",
         )
     best_per_recipe: dict[str, _Match] = {}
@@ -80,8 +82,11 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     if len(ranked) > 1:
         others = ", ".join(f"{m.recipe_id} ('{m.pattern}')" for m in ranked[1:])
         tie = len(ranked) > 1 and ranked[1].length == best.length
-        reason += (f"; tied on length with {others}, chosen by recipe id" if tie
-                   else f"; longest of {len(ranked)} matches (also {others})")
+        reason += (
+            f"; tied on length with {others}, chosen by recipe id"
+            if tie
+            else f"; longest of {len(ranked)} matches (also {others})"
+        )
     return RoutingDecision(
         routable=True,
         recipe_id=best.recipe_id,

@@ -175,8 +175,9 @@ class Run(Aggregate):
             sha256=outcome.output_sha256,
             summary=outcome.summary,
         )
-        self._finish_step(at, index, step, outcome.output_sha256, outcome.summary,
-                          outcome.input_slot_refs)
+        self._finish_step(
+            at, index, step, outcome.output_sha256, outcome.summary, outcome.input_slot_refs
+        )
 
     def complete_agent_step(self, at: datetime, outcome: AgentOutcome) -> None:
         index, step = self._expect_step(AgentStep)
@@ -209,18 +210,24 @@ class Run(Aggregate):
             sha256=outcome.output_sha256,
             summary=outcome.summary,
         )
-        self._finish_step(at, index, step, outcome.output_sha256, outcome.output,
-                          outcome.input_slot_refs)
+        self._finish_step(
+            at, index, step, outcome.output_sha256, outcome.output, outcome.input_slot_refs
+        )
 
     def fail_step(self, at: datetime, error_type: str, error: str) -> None:
         """A step failed: the pipeline halts and the user decides (guarantee 6)."""
         index, step = self._expect_step(ToolStep, AgentStep)
         self._trigger(
-            StepFailed, at, step_index=index, step_id=step.step_id, error_type=error_type,
+            StepFailed,
+            at,
+            step_index=index,
+            step_id=step.step_id,
+            error_type=error_type,
             error=error,
         )
-        self._trigger(RunFailed, at, error=f"step '{step.step_id}' failed: {error}",
-                      step_id=step.step_id)
+        self._trigger(
+            RunFailed, at, error=f"step '{step.step_id}' failed: {error}", step_id=step.step_id
+        )
 
     def record_dod(self, at: datetime, results: list[DodResult]) -> None:
         self._check_running("check its Definition of Done")
@@ -284,7 +291,12 @@ class Run(Aggregate):
         )
 
     def _finish_step(
-        self, at: datetime, index: int, step: ToolStep | AgentStep, sha: str, text: str,
+        self,
+        at: datetime,
+        index: int,
+        step: ToolStep | AgentStep,
+        sha: str,
+        text: str,
         input_refs: list[str],
     ) -> None:
         self._trigger(

@@ -38,10 +38,12 @@ class StepRunner:
             recordings = self.ctx.store.save(run)
         except IntegrityError:
             raise RunConflictError(run.id) from None
-        self.observer([
-            Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
-            for r in recordings
-        ])
+        self.observer(
+            [
+                Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
+                for r in recordings
+            ]
+        )
 
     async def execute(self, run: Run) -> Run:
         """Advance the run until it finishes. Returns the run in its final state."""

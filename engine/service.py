@@ -54,8 +54,9 @@ class RunService:
         if missing:
             raise MissingArgsError(recipe.recipe_id, sorted(missing))
         self.ctx.agents.check({step.agent_archetype for step in recipe.phase_b})
-        task = TaskSpec(description=description, args=args,
-                        session_plan_task_id=request.session_plan_task_id)
+        task = TaskSpec(
+            description=description, args=args, session_plan_task_id=request.session_plan_task_id
+        )
         return recipe, task, routing
 
     def start(self, request: RunRequest) -> Run:

@@ -35,7 +35,7 @@ class PydanticMapper(Mapper[str]):
             state=state,
         )
 
-    def to_domain_event(self, stored_event: StoredEvent) -> DomainEvent:  # type: ignore[override]
+    def to_domain_event(self, stored_event: StoredEvent) -> DomainEvent:
         try:
             cls = resolve_topic(stored_event.topic)
             data = json.loads(stored_event.state)

@@ -42,8 +42,11 @@ class AgentDirectory:
         if "offline" not in self.clients:
             raise ModelConfigError(f"no model is configured for agent '{archetype}'")
         return AgentProfile(
-            agent_id=f"{archetype}-001", archetype=archetype, tier=self.tier,
-            provider="offline", model=OFFLINE_MODEL,
+            agent_id=f"{archetype}-001",
+            archetype=archetype,
+            tier=self.tier,
+            provider="offline",
+            model=OFFLINE_MODEL,
         )
 
     def check(self, archetypes: Iterable[str]) -> dict[str, AgentProfile]:

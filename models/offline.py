@@ -50,13 +50,15 @@ class OfflineModel:
             )
         handler = offline_roles.HANDLERS.get(request.prompt_type)
         if handler is None:
-            raise ModelError(f"offline model has no behaviour for prompt type "
-                             f"'{request.prompt_type}'")
+            raise ModelError(
+                f"offline model has no behaviour for prompt type '{request.prompt_type}'"
+            )
         if self.latency_ms:
             await asyncio.sleep(self.latency_ms / 1000)
         text = handler(request.task_description, list(request.inputs.items()))
         if not text.strip():
             raise ModelError(f"offline model produced no output for '{request.prompt_type}'")
-        usage = TokenUsage(input_tokens=approx_tokens(request.prompt),
-                           output_tokens=approx_tokens(text))
+        usage = TokenUsage(
+            input_tokens=approx_tokens(request.prompt), output_tokens=approx_tokens(text)
+        )
         return ModelResponse(text=text, usage=usage)

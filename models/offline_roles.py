@@ -41,8 +41,11 @@ def _json_of(inputs: Inputs) -> dict[str, Any]:
 
 
 def _marked(inputs: Inputs, mark: str = "!") -> list[str]:
-    return [line.strip()[len(mark):].strip() for line in _joined(inputs).splitlines()
-            if line.strip().startswith(mark + " ")]
+    return [
+        line.strip()[len(mark) :].strip()
+        for line in _joined(inputs).splitlines()
+        if line.strip().startswith(mark + " ")
+    ]
 
 
 def _dumps(value: Any) -> str:
@@ -65,20 +68,40 @@ def refine_brief(task: str, inputs: Inputs) -> str:
     cast = [c for c in cast if c and c != "unspecified"]
     beats = _BEAT.findall(text) or [task.strip()]
     facts = [f for f in parse_fact_lines(text) if not cast or f.entity in cast]
-    lines = [f"# Scene brief: Scene {number} — {title}",
-             f"POV: {cast[0] if cast else 'unspecified'}",
-             f"Characters: {', '.join(cast) or 'unspecified'}",
-             f"Goal: {task.strip()}", "Beats:"]
+    lines = [
+        f"# Scene brief: Scene {number} — {title}",
+        f"POV: {cast[0] if cast else 'unspecified'}",
+        f"Characters: {', '.join(cast) or 'unspecified'}",
+        f"Goal: {task.strip()}",
+        "Beats:",
+    ]
     lines += [f"{i}. {beat}" for i, beat in enumerate(beats, start=1)]
     lines.append("Canon to honour:")
     lines += [f"- {f.line()}" for f in facts] or ["- (no canon facts for this cast)"]
     return "\n".join(lines)
 
 
-_IRREGULAR = {"flees": "fled", "rings": "rang", "finds": "found", "meets": "met", "leads": "led",
-              "takes": "took", "sees": "saw", "runs": "ran", "comes": "came", "goes": "went",
-              "holds": "held", "is": "was", "are": "were", "has": "had", "falls": "fell",
-              "rides": "rode", "speaks": "spoke", "breaks": "broke", "gives": "gave"}
+_IRREGULAR = {
+    "flees": "fled",
+    "rings": "rang",
+    "finds": "found",
+    "meets": "met",
+    "leads": "led",
+    "takes": "took",
+    "sees": "saw",
+    "runs": "ran",
+    "comes": "came",
+    "goes": "went",
+    "holds": "held",
+    "is": "was",
+    "are": "were",
+    "has": "had",
+    "falls": "fell",
+    "rides": "rode",
+    "speaks": "spoke",
+    "breaks": "broke",
+    "gives": "gave",
+}
 
 
 def _past(verb: str) -> str:
@@ -110,19 +133,30 @@ def _past_tense(beat: str, names: set[str]) -> str:
 
 
 _DETAIL = {
-    "eyes": ["{n}'s {v} eyes did not waver.", "{n}'s {v} eyes caught the thin light.",
-             "{n} looked up, {v} eyes hard as flint."],
+    "eyes": [
+        "{n}'s {v} eyes did not waver.",
+        "{n}'s {v} eyes caught the thin light.",
+        "{n} looked up, {v} eyes hard as flint.",
+    ],
     "hair": ["{n}'s {v} hair was dark with rain.", "Wind pulled at {n}'s {v} hair."],
 }
-_LINES = ["\"We end this here,\" {n} said.", "\"You knew,\" {n} said. \"You always knew.\"",
-          "\"Not yet,\" {n} said quietly.", "\"Then show me,\" {n} said."]
-_BEATS_CLOSE = ["For a moment neither of them moved, and the silence said more than {n} wanted it to.",
-                "{n} let the words settle like frost on the stones.",
-                "Somewhere below, a door shut, and {n} did not look away.",
-                "The wind took the rest, and {n} let it."]
-_HOOKS = ["Below them, the bell began to ring — and no one stood at the rope.",
-          "Only later would {n} ask who had left the tunnel door open?",
-          "And somewhere under the wall, something answered…"]
+_LINES = [
+    '"We end this here," {n} said.',
+    '"You knew," {n} said. "You always knew."',
+    '"Not yet," {n} said quietly.',
+    '"Then show me," {n} said.',
+]
+_BEATS_CLOSE = [
+    "For a moment neither of them moved, and the silence said more than {n} wanted it to.",
+    "{n} let the words settle like frost on the stones.",
+    "Somewhere below, a door shut, and {n} did not look away.",
+    "The wind took the rest, and {n} let it.",
+]
+_HOOKS = [
+    "Below them, the bell began to ring — and no one stood at the rope.",
+    "Only later would {n} ask who had left the tunnel door open?",
+    "And somewhere under the wall, something answered…",
+]
 
 
 def draft_scene(task: str, inputs: Inputs) -> str:
@@ -141,13 +175,17 @@ def draft_scene(task: str, inputs: Inputs) -> str:
     paragraphs = [f"# {title}"]
     places = [e for e, attrs in by_entity.items() if "region" in attrs or "features" in attrs]
     place = places[0] if places else "the fortress"
-    paragraphs.append(f"Grey light came slowly over {place}. The wind carried the smell of rain "
-                      f"and iron, and every sound seemed to wait for the next.")
+    paragraphs.append(
+        f"Grey light came slowly over {place}. The wind carried the smell of rain "
+        f"and iron, and every sound seemed to wait for the next."
+    )
     rotation = int(sha256_text(title)[:8], 16)  # varied lines, never the same one twice
     for i, beat in enumerate(beats):
         subject = next((c for c in cast if c in beat), cast[0] if cast else "The rider")
-        other = next((c for c in cast if c != subject and c in beat),
-                     next((c for c in cast if c != subject), subject))
+        other = next(
+            (c for c in cast if c != subject and c in beat),
+            next((c for c in cast if c != subject), subject),
+        )
         parts = [_past_tense(beat, names)]
         attrs = by_entity.get(subject, {})
         for attribute in ("eyes", "hair"):
@@ -188,15 +226,17 @@ def check_continuity(task: str, inputs: Inputs) -> str:
     name, text = candidates[0] if candidates else (inputs[0] if inputs else ("text", ""))
     names: dict[str, list[str]] = {}
     for fact in facts:
-        names.setdefault(fact.entity, list(dict.fromkeys([fact.entity,
-                                                          fact.entity.split()[0]])))
+        names.setdefault(fact.entity, list(dict.fromkeys([fact.entity, fact.entity.split()[0]])))
     conflicts = find_conflicts(name, text, facts, names)
     seen = sorted(e for e, ns in names.items() if any(n in text for n in ns))
     report = {
         "pass": not conflicts,
         "conflicts": [
-            {k: v for k, v in c.as_dict().items() if k in
-             ("entity", "attribute", "canon_value", "found", "sentence")}
+            {
+                k: v
+                for k, v in c.as_dict().items()
+                if k in ("entity", "attribute", "canon_value", "found", "sentence")
+            }
             for c in conflicts
         ],
         "facts_checked": len(facts),
@@ -209,19 +249,27 @@ def evaluate_reader_experience(task: str, inputs: Inputs) -> str:
     text = inputs[0][1] if inputs else ""
     m = prose_metrics(text)
     hook = bool(re.search(r"[?…—]", text.strip()[-120:]))
-    score = max(1, min(10, 8 - len(m["flags"]) + (1 if hook else -1)
-                       - (1 if m["pacing"] == "slow" else 0)))
-    lines = [f"## Critique — verdict {score}/10",
-             f"Grips: {m['pacing']} pacing ({m['avg_sentence_words']} words a sentence), "
-             f"dialogue {m['dialogue_ratio']:.0%} of the text"
-             + ("; the ending pulls the reader on." if hook else "."),
-             "Drags: " + ("; ".join(m["flags"]) if m["flags"] else "nothing measurable."),
-             "Suggestion: " + ("vary sentence length around the confrontation."
-                               if m["pacing"] == "brisk" else "cut the longest sentences.")]
+    score = max(
+        1, min(10, 8 - len(m["flags"]) + (1 if hook else -1) - (1 if m["pacing"] == "slow" else 0))
+    )
+    lines = [
+        f"## Critique — verdict {score}/10",
+        f"Grips: {m['pacing']} pacing ({m['avg_sentence_words']} words a sentence), "
+        f"dialogue {m['dialogue_ratio']:.0%} of the text"
+        + ("; the ending pulls the reader on." if hook else "."),
+        "Drags: " + ("; ".join(m["flags"]) if m["flags"] else "nothing measurable."),
+        "Suggestion: "
+        + (
+            "vary sentence length around the confrontation."
+            if m["pacing"] == "brisk"
+            else "cut the longest sentences."
+        ),
+    ]
     return "\n".join(lines)
 
 
 # -- analytical pipelines ---------------------------------------------------------------------
+
 
 def review_consistency(task: str, inputs: Inputs) -> str:
     findings = []
@@ -229,8 +277,11 @@ def review_consistency(task: str, inputs: Inputs) -> str:
         location = message.split(": ", 1)[0]
         kind = "canon_conflict" if "canon says" in message else "name_variant"
         findings.append({"type": kind, "location": location, "message": message})
-    summary = (f"{len(findings)} consistency finding(s) across the checked scenes"
-               if findings else "no contradictions with canon and no misspelt names")
+    summary = (
+        f"{len(findings)} consistency finding(s) across the checked scenes"
+        if findings
+        else "no contradictions with canon and no misspelt names"
+    )
     return _dumps({"pass": not findings, "findings": findings, "summary": summary})
 
 
@@ -249,8 +300,10 @@ def propose_corrections(task: str, inputs: Inputs) -> str:
         conflict, variant = _CONFLICT_MSG.match(message), _VARIANT_MSG.match(message)
         if conflict:
             path, line, entity, attribute, found, canon = conflict.groups()
-            lines.append(f"{i}. {path} line {line}: change '{found}' to '{canon}' "
-                         f"({entity}'s {attribute} per the canon card).")
+            lines.append(
+                f"{i}. {path} line {line}: change '{found}' to '{canon}' "
+                f"({entity}'s {attribute} per the canon card)."
+            )
         elif variant:
             path, line, found, expected = variant.groups()
             lines.append(f"{i}. {path} line {line}: replace '{found}' with '{expected}'.")
@@ -260,10 +313,12 @@ def propose_corrections(task: str, inputs: Inputs) -> str:
 
 
 def revise_prose(task: str, inputs: Inputs) -> str:
-    advice = {"sentence(s) over": "split the longest sentences at their turns",
-              "adverb density": "trade -ly adverbs for stronger verbs",
-              "repeated words": "vary the repeated words or cut the repeats",
-              "passive": "rewrite passive constructions with their actors first"}
+    advice = {
+        "sentence(s) over": "split the longest sentences at their turns",
+        "adverb density": "trade -ly adverbs for stronger verbs",
+        "repeated words": "vary the repeated words or cut the repeats",
+        "passive": "rewrite passive constructions with their actors first",
+    }
     lines, current = ["## Revision notes"], None
     for raw in _joined(inputs).splitlines():
         if raw.startswith("- ") and ":" in raw:
@@ -282,17 +337,23 @@ def evaluate_prose(task: str, inputs: Inputs) -> str:
     flags = [line for line in _joined(inputs).splitlines() if line.strip().startswith("! ")]
     addressed = min(len(notes), len(flags))
     verdict = "accept" if addressed >= len(flags) else "revise again"
-    return (f"## Prose verdict: {verdict}\nThe notes address {addressed} of {len(flags)} "
-            f"measured problem(s).")
+    return (
+        f"## Prose verdict: {verdict}\nThe notes address {addressed} of {len(flags)} "
+        f"measured problem(s)."
+    )
 
 
 def assess_foreshadowing(task: str, inputs: Inputs) -> str:
-    unresolved = [line.split(":", 1)[1].strip() for line in _joined(inputs).splitlines()
-                  if line.startswith("- unresolved:")]
+    unresolved = [
+        line.split(":", 1)[1].strip()
+        for line in _joined(inputs).splitlines()
+        if line.startswith("- unresolved:")
+    ]
     drops = _marked(inputs)
     lines = ["## Foreshadowing assessment"]
-    lines += [f"- Setup without payoff: '{term}' is planted and never returns." for term in
-              unresolved] or ["- Every planted name returns later."]
+    lines += [
+        f"- Setup without payoff: '{term}' is planted and never returns." for term in unresolved
+    ] or ["- Every planted name returns later."]
     lines += [f"- Tension sag: {drop}." for drop in drops] or ["- Tension holds scene to scene."]
     return "\n".join(lines)
 
@@ -304,8 +365,10 @@ def plan_foreshadowing(task: str, inputs: Inputs) -> str:
         if setup:
             lines.append(f"- Pay off '{setup.group(1)}' in the next scene that shares its cast.")
         elif "Tension sag:" in line:
-            lines.append(f"- Raise the stakes where {line.split('entering', 1)[-1].strip(' .')}"
-                         " opens: give its first beat a threat or a deadline.")
+            lines.append(
+                f"- Raise the stakes where {line.split('entering', 1)[-1].strip(' .')}"
+                " opens: give its first beat a threat or a deadline."
+            )
     if len(lines) == 1:
         lines.append("- No changes needed.")
     return "\n".join(lines)
@@ -317,11 +380,14 @@ def draft_foreshadowing(task: str, inputs: Inputs) -> str:
         payoff = re.search(r"Pay off '(.+?)'", line)
         stakes = re.search(r"where (.+?) opens", line)
         if payoff:
-            lines.append(f"- \"{payoff.group(1)}\" — no one had spoken of it since, "
-                         "but everyone remembered.")
+            lines.append(
+                f'- "{payoff.group(1)}" — no one had spoken of it since, but everyone remembered.'
+            )
         elif stakes:
-            lines.append(f"- Opening of {stakes.group(1)}: \"By nightfall the gate must hold, "
-                         "or none of us will.\"")
+            lines.append(
+                f'- Opening of {stakes.group(1)}: "By nightfall the gate must hold, '
+                'or none of us will."'
+            )
     if len(lines) == 1:
         lines.append("- (nothing to insert)")
     return "\n".join(lines)
@@ -347,8 +413,19 @@ def confirm_scene_validity(task: str, inputs: Inputs) -> str:
 def find_canon_gaps(task: str, inputs: Inputs) -> str:
     text = _joined(inputs)
     facts = parse_fact_lines(text)
-    kinds = dict(re.findall(r"([^,:]+?) \((\w+)\)", next(
-        (line[len("Cards: "):] for line in text.splitlines() if line.startswith("Cards: ")), "")))
+    kinds = dict(
+        re.findall(
+            r"([^,:]+?) \((\w+)\)",
+            next(
+                (
+                    line[len("Cards: ") :]
+                    for line in text.splitlines()
+                    if line.startswith("Cards: ")
+                ),
+                "",
+            ),
+        )
+    )
     kinds = {k.strip(): v for k, v in kinds.items()}
     attributes: dict[str, set[str]] = {}
     for fact in facts:
@@ -373,14 +450,18 @@ def update_canon(task: str, inputs: Inputs) -> str:
     report = _json_of(inputs)
     lines = ["## Canon updates"]
     for gap in report.get("gaps", []):
-        lines.append(f"- {gap['entity']}: add {', '.join(gap['missing'])} "
-                     "(ask the author, or take it from the scenes).")
+        lines.append(
+            f"- {gap['entity']}: add {', '.join(gap['missing'])} "
+            "(ask the author, or take it from the scenes)."
+        )
     for message in report.get("conflicts", []):
         match = _CONFLICT_MSG.match(message)
         if match:
             path, line, entity, attribute, found, canon = match.groups()
-            lines.append(f"- {entity}: card says {attribute} = {canon}, {path}:{line} says "
-                         f"{found}; keep the card and fix the scene, or update the card.")
+            lines.append(
+                f"- {entity}: card says {attribute} = {canon}, {path}:{line} says "
+                f"{found}; keep the card and fix the scene, or update the card."
+            )
         else:
             lines.append(f"- Resolve: {message}")
     if len(lines) == 1:
@@ -388,15 +469,16 @@ def update_canon(task: str, inputs: Inputs) -> str:
     return "\n".join(lines)
 
 
-_OUTLINE_SCENE = re.compile(r"^- Scene (\d+): (.+) \((\d+) beats; characters: (.+)\)$",
-                            re.MULTILINE)
+_OUTLINE_SCENE = re.compile(
+    r"^- Scene (\d+): (.+) \((\d+) beats; characters: (.+)\)$", re.MULTILINE
+)
 
 
 def restructure_outline(task: str, inputs: Inputs) -> str:
     scenes = _OUTLINE_SCENE.findall(_joined(inputs))
     lines = ["## Proposed structure"]
     for number, title, beats, cast in scenes:
-        note = ("keep" if int(beats) >= 3 else f"thin ({beats} beats): merge or deepen")
+        note = "keep" if int(beats) >= 3 else f"thin ({beats} beats): merge or deepen"
         if cast == "none listed":
             note += "; name its point-of-view character"
         lines.append(f"{number}. {title} — {note}")
@@ -409,8 +491,10 @@ def evaluate_outline(task: str, inputs: Inputs) -> str:
     items = re.findall(r"^\d+\. .+ — (.+)$", _joined(inputs), re.MULTILINE)
     kept = sum(item.startswith("keep") for item in items)
     score = round(10 * kept / len(items)) if items else 1
-    return (f"## Outline verdict: {score}/10\n{kept} of {len(items)} scene(s) carry their "
-            f"weight as planned.")
+    return (
+        f"## Outline verdict: {score}/10\n{kept} of {len(items)} scene(s) carry their "
+        f"weight as planned."
+    )
 
 
 HANDLERS: dict[str, Callable[[str, Inputs], str]] = {

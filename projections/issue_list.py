@@ -18,8 +18,12 @@ def list_issues(store: EventStore, run_id: str | None = None) -> list[dict[str, 
         event = item.event
         at = event.timestamp.isoformat().replace("+00:00", "Z")
         if isinstance(event, IssueOpened):
-            issues[event.originator_id] = {"issue_id": event.originator_id, "status": "open",
-                                           "opened_at": at, **event.payload()}
+            issues[event.originator_id] = {
+                "issue_id": event.originator_id,
+                "status": "open",
+                "opened_at": at,
+                **event.payload(),
+            }
         elif isinstance(event, IssueClosed) and event.originator_id in issues:
             issues[event.originator_id].update(status="closed", resolution=event.resolution)
     rows = [i for i in issues.values() if run_id is None or i["run_id"] == run_id]

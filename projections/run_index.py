@@ -22,14 +22,18 @@ def list_runs(
         at = event.timestamp.isoformat().replace("+00:00", "Z")
         if isinstance(event, RunStarted):
             runs[event.originator_id] = {
-                "run_id": event.originator_id, "recipe_id": event.recipe_id,
-                "status": "running", "created_at": at, "completed_at": None,
+                "run_id": event.originator_id,
+                "recipe_id": event.recipe_id,
+                "status": "running",
+                "created_at": at,
+                "completed_at": None,
                 "description": event.task.description,
             }
         elif event.originator_id in runs:
             runs[event.originator_id].update(status=_STATUS[type(event)], completed_at=at)
     rows = [
-        r for r in runs.values()
+        r
+        for r in runs.values()
         if (status is None or r["status"] == status)
         and (recipe_id is None or r["recipe_id"] == recipe_id)
     ]

@@ -49,50 +49,85 @@ class RunView:
             self.run["updated_at"] = at
         if isinstance(event, RunStarted):
             self.run = {
-                "run_id": event.originator_id, "recipe_id": event.recipe_id,
-                "session_id": event.session_id, "trace_id": event.trace_id,
-                "status": "running", "phase": None, "current_step_index": 0,
-                "total_steps": event.total_steps, "created_at": at, "updated_at": at,
+                "run_id": event.originator_id,
+                "recipe_id": event.recipe_id,
+                "session_id": event.session_id,
+                "trace_id": event.trace_id,
+                "status": "running",
+                "phase": None,
+                "current_step_index": 0,
+                "total_steps": event.total_steps,
+                "created_at": at,
+                "updated_at": at,
                 "completed_at": None,
-                "task": {"description": event.task.description,
-                         "session_plan_task_id": event.task.session_plan_task_id,
-                         "initial_args": dict(event.task.args)},
+                "task": {
+                    "description": event.task.description,
+                    "session_plan_task_id": event.task.session_plan_task_id,
+                    "initial_args": dict(event.task.args),
+                },
                 "recipe_fingerprint": event.fingerprint,
                 "routing": event.routing.model_dump(mode="json") if event.routing else None,
                 "error": None,
             }
         elif isinstance(event, StepStarted):
             self.run.update(phase=event.phase, current_step_index=event.step_index)
-            self.steps.append({
-                "step_index": event.step_index, "step_id": event.step_id, "phase": event.phase,
-                "tool": event.tool, "agent_archetype": event.agent_archetype, "agent_id": None,
-                "status": "running", "output_slot": event.output_slot, "receipt_id": None,
-                "input_slot_refs": [], "output_hash": None, "output_preview": None,
-                "started_at": at, "completed_at": None, "error": None,
-            })
+            self.steps.append(
+                {
+                    "step_index": event.step_index,
+                    "step_id": event.step_id,
+                    "phase": event.phase,
+                    "tool": event.tool,
+                    "agent_archetype": event.agent_archetype,
+                    "agent_id": None,
+                    "status": "running",
+                    "output_slot": event.output_slot,
+                    "receipt_id": None,
+                    "input_slot_refs": [],
+                    "output_hash": None,
+                    "output_preview": None,
+                    "started_at": at,
+                    "completed_at": None,
+                    "error": None,
+                }
+            )
         elif isinstance(event, ReceiptIssued):
             self.receipts[event.receipt_id] = event.payload() | {"issued_at": at}
             self._step(event.step_id)["receipt_id"] = event.receipt_id
         elif isinstance(event, AgentResponded):
             step = self._step(event.step_id)
-            step.update(agent_id=event.agent_id, tier=event.tier, provider=event.provider,
-                        model=event.model, prompt_hash=event.prompt_hash,
-                        usage=event.usage.model_dump(), latency_ms=event.latency_ms)
+            step.update(
+                agent_id=event.agent_id,
+                tier=event.tier,
+                provider=event.provider,
+                model=event.model,
+                prompt_hash=event.prompt_hash,
+                usage=event.usage.model_dump(),
+                latency_ms=event.latency_ms,
+            )
         elif isinstance(event, SlotWritten):
             self.slots[event.slot] = {
-                "type": event.kind, "receipt_id": event.receipt_id, "agent_id": event.agent_id,
-                "text": event.text, "sha256": event.sha256, "summary": event.summary,
+                "type": event.kind,
+                "receipt_id": event.receipt_id,
+                "agent_id": event.agent_id,
+                "text": event.text,
+                "sha256": event.sha256,
+                "summary": event.summary,
             }
         elif isinstance(event, StepCompleted):
             self._step(event.step_id).update(
-                status="done", output_hash=event.output_hash, output_preview=event.output_preview,
-                input_slot_refs=list(event.input_slot_refs), completed_at=at,
+                status="done",
+                output_hash=event.output_hash,
+                output_preview=event.output_preview,
+                input_slot_refs=list(event.input_slot_refs),
+                completed_at=at,
             )
         elif isinstance(event, StepFailed):
             self._step(event.step_id).update(status="failed", error=event.error, completed_at=at)
         elif isinstance(event, DodChecked):
-            self.dod = {"passed": event.passed,
-                        "results": [r.model_dump(mode="json") for r in event.results]}
+            self.dod = {
+                "passed": event.passed,
+                "results": [r.model_dump(mode="json") for r in event.results],
+            }
         elif isinstance(event, RunCompleted):
             self._finish("done", None, at)
         elif isinstance(event, RunFailed):
@@ -108,7 +143,8 @@ class RunView:
     def _step(self, step_id: str) -> dict[str, Any]:
         for step in reversed(self.steps):
             if step["step_id"] == step_id:
-                return step
+                found: dict[str, Any] = step
+                return found
         raise KeyError(step_id)
 
     def _finish(self, status: str, error: str | None, at: str) -> None:
@@ -119,12 +155,20 @@ class RunView:
         view = {k: v for k, v in self.run.items() if k not in ("routing",)}
         view["task"] = {"description": self.run["task"]["description"]}
         view["steps"] = [
-            {k: v for k, v in {
-                "step_id": s["step_id"], "phase": s["phase"], "status": s["status"],
-                "tool": s["tool"], "agent_archetype": s["agent_archetype"],
-                "output_slot": s["output_slot"], "output_preview": s["output_preview"],
-                "error": s["error"],
-            }.items() if v is not None or k in ("step_id", "phase", "status", "output_slot")}
+            {
+                k: v
+                for k, v in {
+                    "step_id": s["step_id"],
+                    "phase": s["phase"],
+                    "status": s["status"],
+                    "tool": s["tool"],
+                    "agent_archetype": s["agent_archetype"],
+                    "output_slot": s["output_slot"],
+                    "output_preview": s["output_preview"],
+                    "error": s["error"],
+                }.items()
+                if v is not None or k in ("step_id", "phase", "status", "output_slot")
+            }
             for s in self.steps
         ]
         view["cache_summary"] = {
@@ -146,11 +190,21 @@ class RunView:
         if found is None:
             return None
         if found["type"] == "pointer":
-            return {"slot": name, "type": "pointer", "receipt_id": found["receipt_id"],
-                    "sha256": found["sha256"], "summary": found["summary"]}
-        return {"slot": name, "type": "artifact", "agent_id": found["agent_id"],
-                "text": found["text"], "sha256": found["sha256"],
-                "summary": _one_line(found["summary"])}
+            return {
+                "slot": name,
+                "type": "pointer",
+                "receipt_id": found["receipt_id"],
+                "sha256": found["sha256"],
+                "summary": found["summary"],
+            }
+        return {
+            "slot": name,
+            "type": "artifact",
+            "agent_id": found["agent_id"],
+            "text": found["text"],
+            "sha256": found["sha256"],
+            "summary": _one_line(found["summary"]),
+        }
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -37,12 +37,19 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise RecipeInvalidError([RecipeProblem(
-            str(path), "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        )]) from None
+        raise RecipeInvalidError(
+            [
+                RecipeProblem(
+                    str(path),
+                    "$",
+                    f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                )
+            ]
+        ) from None
     except OSError as exc:
-        raise RecipeInvalidError([RecipeProblem(str(path), "$", f"unreadable: {exc.strerror}")])\
-            from None
+        raise RecipeInvalidError(
+            [RecipeProblem(str(path), "$", f"unreadable: {exc.strerror}")]
+        ) from None
 
 
 def load_recipe_file(
@@ -81,11 +88,14 @@ class RecipeCatalog:
                     problems.extend(exc.problems)
                     continue
                 if recipe.recipe_id in seen_here:
-                    problems.append(RecipeProblem(
-                        str(path), "$.recipe_id",
-                        f"recipe_id '{recipe.recipe_id}' is also defined in "
-                        f"{seen_here[recipe.recipe_id]}",
-                    ))
+                    problems.append(
+                        RecipeProblem(
+                            str(path),
+                            "$.recipe_id",
+                            f"recipe_id '{recipe.recipe_id}' is also defined in "
+                            f"{seen_here[recipe.recipe_id]}",
+                        )
+                    )
                     continue
                 seen_here[recipe.recipe_id] = path
                 entries[recipe.recipe_id] = CatalogEntry(recipe, path, bundled)

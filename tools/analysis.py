@@ -7,22 +7,147 @@ words, canon cards (``- **Attribute:** value`` lines) and the contradictions bet
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from into onto as is are was were be
-    been being it its this that these those he she they we you i me my our your his her their
-    them us do does did not no so than then there here what which who whom how when where why
-    all any each some more most such only own same too very can will just should now about
-    against between through during before after above below up down out off over under again
-    further once scene draft write check review please new""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "he",
+        "she",
+        "they",
+        "we",
+        "you",
+        "i",
+        "me",
+        "my",
+        "our",
+        "your",
+        "his",
+        "her",
+        "their",
+        "them",
+        "us",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "so",
+        "than",
+        "then",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "when",
+        "where",
+        "why",
+        "all",
+        "any",
+        "each",
+        "some",
+        "more",
+        "most",
+        "such",
+        "only",
+        "own",
+        "same",
+        "too",
+        "very",
+        "can",
+        "will",
+        "just",
+        "should",
+        "now",
+        "about",
+        "against",
+        "between",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "up",
+        "down",
+        "out",
+        "off",
+        "over",
+        "under",
+        "again",
+        "further",
+        "once",
+        "scene",
+        "draft",
+        "write",
+        "check",
+        "review",
+        "please",
+        "new",
+    ]
 )
 
 COLORS = frozenset(
-    """black white grey gray blue green brown hazel amber red auburn blond blonde golden silver
-    violet purple yellow copper chestnut dark pale""".split()
+    [
+        "black",
+        "white",
+        "grey",
+        "gray",
+        "blue",
+        "green",
+        "brown",
+        "hazel",
+        "amber",
+        "red",
+        "auburn",
+        "blond",
+        "blonde",
+        "golden",
+        "silver",
+        "violet",
+        "purple",
+        "yellow",
+        "copper",
+        "chestnut",
+        "dark",
+        "pale",
+    ]
 )
 #: Words that can describe the same attribute in mutually exclusive ways.
 EXCLUSIVE_VALUES: tuple[frozenset[str], ...] = (
@@ -40,7 +165,9 @@ ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
-_CARD_LINE = re.compile(r"^\s*(?:[-*+]\s*)?\*{0,2}([A-Za-z][A-Za-z /]*?)\*{0,2}\s*:\s*\*{0,2}\s*(.+?)\s*$")
+_CARD_LINE = re.compile(
+    r"^\s*(?:[-*+]\s*)?\*{0,2}([A-Za-z][A-Za-z /]*?)\*{0,2}\s*:\s*\*{0,2}\s*(.+?)\s*$"
+)
 _NUMBER = re.compile(r"\b(\d+)\b")
 
 
@@ -175,17 +302,24 @@ class Conflict:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "entity": self.entity, "attribute": self.attribute, "canon_value": self.canon_value,
-            "found": self.found, "path": self.path, "line": self.line, "sentence": self.sentence,
+            "entity": self.entity,
+            "attribute": self.attribute,
+            "canon_value": self.canon_value,
+            "found": self.found,
+            "path": self.path,
+            "line": self.line,
+            "sentence": self.sentence,
         }
 
     def describe(self) -> str:
-        return (f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
-                f"'{self.found}' but canon says '{self.canon_value}'")
+        return (
+            f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
+            f"'{self.found}' but canon says '{self.canon_value}'"
+        )
 
 
 def find_conflicts(
-    path: str, text: str, facts: Sequence[Fact], entity_names: dict[str, Sequence[str]]
+    path: str, text: str, facts: Sequence[Fact], entity_names: Mapping[str, Sequence[str]]
 ) -> list[Conflict]:
     """Sentences that give a canon entity an attribute value its card rules out.
 
@@ -209,12 +343,21 @@ def find_conflicts(
             if subject != fact.entity:
                 continue
             canon_words = _value_words(fact.value)
-            window = lowered[max(0, cue_at - 40): cue_at + 40]
+            window = lowered[max(0, cue_at - 40) : cue_at + 40]
             said = {w for w in re.findall(r"[a-z\-]+", window) if w in exclusive}
             wrong = sorted(said - canon_words)
             if wrong and not (said & canon_words):
-                conflicts.append(Conflict(fact.entity, fact.attribute, fact.value,
-                                          ", ".join(wrong), path, number, sentence))
+                conflicts.append(
+                    Conflict(
+                        fact.entity,
+                        fact.attribute,
+                        fact.value,
+                        ", ".join(wrong),
+                        path,
+                        number,
+                        sentence,
+                    )
+                )
         previous_entity = _last_entity(sentence, all_names) or previous_entity
     return conflicts
 
@@ -251,15 +394,45 @@ def edit_distance_at_most_one(a: str, b: str) -> bool:
         diffs = [i for i in range(len(a)) if a[i] != b[i]]
         if len(diffs) == 1:
             return True
-        return len(diffs) == 2 and diffs[1] == diffs[0] + 1 and a[diffs[0]] == b[diffs[1]] \
+        return (
+            len(diffs) == 2
+            and diffs[1] == diffs[0] + 1
+            and a[diffs[0]] == b[diffs[1]]
             and a[diffs[1]] == b[diffs[0]]
+        )
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 STAKE_CUES = frozenset(
-    """must unless or-else before promise promised swore secret never last lose lost die dead
-    death blood threat warned warning deadline fail failed risk danger hunt hidden""".split()
+    [
+        "must",
+        "unless",
+        "or-else",
+        "before",
+        "promise",
+        "promised",
+        "swore",
+        "secret",
+        "never",
+        "last",
+        "lose",
+        "lost",
+        "die",
+        "dead",
+        "death",
+        "blood",
+        "threat",
+        "warned",
+        "warning",
+        "deadline",
+        "fail",
+        "failed",
+        "risk",
+        "danger",
+        "hunt",
+        "hidden",
+    ]
 )
 
 

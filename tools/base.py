@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from domain.errors import ToolError, UnknownToolError
 from tools.workspace import Workspace
@@ -21,7 +21,7 @@ class ToolArgs(BaseModel):
 
 @dataclass(frozen=True)
 class ToolResult:
-    output: dict[str, JsonValue]
+    output: dict[str, Any]
     summary: str
 
 

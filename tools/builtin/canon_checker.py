@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from tools.analysis import CanonCard, Conflict, facts_of, find_conflicts, parse_card
 from tools.base import ToolArgs, ToolResult
@@ -39,8 +39,10 @@ def check_scenes(
 def canon_digest(cards: list[CanonCard], conflicts: list[Conflict]) -> str:
     """Facts one per line (`Entity: attribute = value`), then conflicts: what agents read."""
     facts = facts_of(cards)
-    lines = [f"Canon: {len(cards)} cards, {len(facts)} facts, {len(conflicts)} conflict(s)",
-             "Cards: " + ", ".join(f"{c.name} ({c.kind})" for c in cards)]
+    lines = [
+        f"Canon: {len(cards)} cards, {len(facts)} facts, {len(conflicts)} conflict(s)",
+        "Cards: " + ", ".join(f"{c.name} ({c.kind})" for c in cards),
+    ]
     lines.extend(f"- {fact.line()}" for fact in facts)
     if conflicts:
         lines.append("Conflicts:")
@@ -55,18 +57,23 @@ class CanonChecker:
 
     def run(self, args: CanonCheckerArgs, workspace: Workspace) -> ToolResult:
         cards = load_cards(workspace, args.canon_paths)
-        scenes = list(dict.fromkeys([*([args.scene_path] if args.scene_path else []),
-                                     *args.scene_paths]))
+        scenes = list(
+            dict.fromkeys([*([args.scene_path] if args.scene_path else []), *args.scene_paths])
+        )
         conflicts, mentions = check_scenes(workspace, cards, scenes)
-        output: dict[str, JsonValue] = {
+        output: dict[str, Any] = {
             "cards": [
-                {"path": c.path, "name": c.name, "kind": c.kind, "aliases": list(c.aliases),
-                 "attributes": dict(c.attributes)}
+                {
+                    "path": c.path,
+                    "name": c.name,
+                    "kind": c.kind,
+                    "aliases": list(c.aliases),
+                    "attributes": dict(c.attributes),
+                }
                 for c in cards
             ],
             "facts": [
-                {"entity": f.entity, "attribute": f.attribute, "value": f.value,
-                 "source": f.source}
+                {"entity": f.entity, "attribute": f.attribute, "value": f.value, "source": f.source}
                 for f in facts_of(cards)
             ],
             "scenes_checked": list(scenes),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from tools.analysis import edit_distance_at_most_one, proper_nouns, sentences
 from tools.base import ToolArgs, ToolResult
@@ -25,7 +25,7 @@ class ConsistencyChecker:
     def run(self, args: ConsistencyCheckerArgs, workspace: Workspace) -> ToolResult:
         cards = load_cards(workspace, args.canon_paths)
         conflicts, _ = check_scenes(workspace, cards, args.scene_paths)
-        findings: list[dict[str, JsonValue]] = [
+        findings: list[dict[str, Any]] = [
             {"type": "canon_conflict", "message": c.describe(), **c.as_dict()} for c in conflicts
         ]
         known = {name for card in cards for name in card.names}
@@ -35,13 +35,18 @@ class ConsistencyChecker:
                 near = sorted(n for n in known if edit_distance_at_most_one(variant, n))
                 if near:
                     line = next((n for n, s in sentences(text) if variant in s), 0)
-                    findings.append({
-                        "type": "name_variant", "path": path, "line": line, "found": variant,
-                        "expected": near[0],
-                        "message": f"{path}:{line}: '{variant}' looks like a misspelling of "
-                                   f"'{near[0]}'",
-                    })
-        output: dict[str, JsonValue] = {
+                    findings.append(
+                        {
+                            "type": "name_variant",
+                            "path": path,
+                            "line": line,
+                            "found": variant,
+                            "expected": near[0],
+                            "message": f"{path}:{line}: '{variant}' looks like a misspelling of "
+                            f"'{near[0]}'",
+                        }
+                    )
+        output: dict[str, Any] = {
             "scenes_checked": list(args.scene_paths),
             "findings": findings,
             "finding_count": len(findings),
@@ -49,6 +54,9 @@ class ConsistencyChecker:
         }
         digest = canon_digest(cards, conflicts)
         variants = [f"! {f['message']}" for f in findings if f["type"] == "name_variant"]
-        summary = (f"Checked {len(args.scene_paths)} scenes: {len(findings)} finding(s)\n"
-                   + digest + ("\n" + "\n".join(variants) if variants else ""))
+        summary = (
+            f"Checked {len(args.scene_paths)} scenes: {len(findings)} finding(s)\n"
+            + digest
+            + ("\n" + "\n".join(variants) if variants else "")
+        )
         return ToolResult(output, summary)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from tools.analysis import numbers_in, terms, title_of
 from tools.base import ToolArgs, ToolResult
@@ -24,7 +24,11 @@ def classify(path: str) -> str:
         return "outline"
     if "/scenes/" in f"/{lowered}" or name.startswith("scn-"):
         return "scene"
-    if "compendium/" in lowered or "canon/" in lowered or name.startswith(("char-", "loc-", "item-")):
+    if (
+        "compendium/" in lowered
+        or "canon/" in lowered
+        or name.startswith(("char-", "loc-", "item-"))
+    ):
         return "canon"
     return "other"
 
@@ -37,7 +41,7 @@ class FileLocator:
     def run(self, args: FileLocatorArgs, workspace: Workspace) -> ToolResult:
         query = set(terms(args.search_criteria))
         wanted_numbers = set(numbers_in(args.search_criteria))
-        rows: list[dict[str, JsonValue]] = []
+        rows: list[dict[str, Any]] = []
         for path in workspace.text_files:
             text = workspace.read_text(path)
             title = title_of(text) or ""
@@ -54,7 +58,7 @@ class FileLocator:
         for row in rows:
             by_kind[str(row["kind"])].append(str(row["path"]))
         outline = sorted(by_kind["outline"])[0] if by_kind["outline"] else None
-        output: dict[str, JsonValue] = {
+        output: dict[str, Any] = {
             "query_terms": sorted(query),
             "matches": list(rows[: args.max_results]),
             "scenes": list(by_kind["scene"]),

@@ -5,16 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import JsonValue
-
 from tools.analysis import numbers_in, terms, title_of
 from tools.base import ToolArgs, ToolResult
 from tools.workspace import Workspace
 
 _SCENE_HEADING = re.compile(r"^#{2,4}\s+(?:Scene\s+(\d+)\s*[:.\-–—]?\s*)?(.*?)\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
-_CHARACTERS = re.compile(r"^\s*(?:[-*+]\s*)?\*{0,2}(?:characters|cast|pov)\*{0,2}\s*:\s*\*{0,2}(.*)$",
-                         re.IGNORECASE)
+_CHARACTERS = re.compile(
+    r"^\s*(?:[-*+]\s*)?\*{0,2}(?:characters|cast|pov)\*{0,2}\s*:\s*\*{0,2}(.*)$", re.IGNORECASE
+)
 
 
 class OutlineAnalyzerArgs(ToolArgs):
@@ -30,8 +29,13 @@ def parse_outline(text: str) -> list[dict[str, Any]]:
         heading = _SCENE_HEADING.match(line)
         if heading and line.lstrip().startswith("##"):
             number = int(heading.group(1)) if heading.group(1) else len(scenes) + 1
-            current = {"index": len(scenes), "number": number, "title": heading.group(2).strip(),
-                       "beats": [], "characters": []}
+            current = {
+                "index": len(scenes),
+                "number": number,
+                "title": heading.group(2).strip(),
+                "beats": [],
+                "characters": [],
+            }
             scenes.append(current)
             continue
         if current is None:
@@ -67,7 +71,7 @@ class OutlineAnalyzer:
         scenes = parse_outline(text)
         focus = pick_focus(scenes, args.focus) if args.focus else None
         beat_count = sum(len(s["beats"]) for s in scenes)
-        output: dict[str, JsonValue] = {
+        output: dict[str, Any] = {
             "outline_path": args.outline_path,
             "title": title_of(text),
             "scenes": scenes,
@@ -75,8 +79,10 @@ class OutlineAnalyzer:
             "beat_count": beat_count,
             "focus": focus,
         }
-        lines = [f"Outline '{title_of(text) or args.outline_path}': {len(scenes)} scenes, "
-                 f"{beat_count} beats"]
+        lines = [
+            f"Outline '{title_of(text) or args.outline_path}': {len(scenes)} scenes, "
+            f"{beat_count} beats"
+        ]
         if focus:
             lines.append(f"Focus: Scene {focus['number']} '{focus['title']}'")
             lines.append(f"Characters: {', '.join(focus['characters']) or 'unspecified'}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
-from pydantic import JsonValue
-
 from tools.analysis import (
     STOPWORDS,
     dialogue_ratio,
@@ -19,8 +17,26 @@ from tools.base import ToolArgs, ToolResult
 from tools.workspace import Workspace
 
 LONG_SENTENCE_WORDS = 35
-_NOT_ADVERBS = frozenset({"only", "early", "family", "holy", "lily", "belly", "reply", "ugly",
-                          "supply", "fly", "july", "italy", "rely", "ally", "silly", "lonely"})
+_NOT_ADVERBS = frozenset(
+    {
+        "only",
+        "early",
+        "family",
+        "holy",
+        "lily",
+        "belly",
+        "reply",
+        "ugly",
+        "supply",
+        "fly",
+        "july",
+        "italy",
+        "rely",
+        "ally",
+        "silly",
+        "lonely",
+    }
+)
 
 
 class ProseAnalyzerArgs(ToolArgs):
@@ -35,7 +51,8 @@ def prose_metrics(text: str) -> dict[str, Any]:
     content = [w.lower() for w in ws if w.lower() not in STOPWORDS and len(w) > 3]
     repeated = [w for w, n in Counter(content).most_common(5) if n >= 4]
     passive = sum(
-        1 for _, s in ss
+        1
+        for _, s in ss
         for a, b in zip(words(s), words(s)[1:], strict=False)
         if a.lower() in {"was", "were", "been", "is", "are"} and b.lower().endswith("ed")
     )
@@ -53,11 +70,19 @@ def prose_metrics(text: str) -> dict[str, Any]:
         flags.append(f"{passive} passive construction(s)")
     pacing = "brisk" if avg < 12 else "measured" if avg < 20 else "slow"
     return {
-        "words": len(ws), "sentences": len(ss), "paragraphs": len(paragraphs(text)),
-        "avg_sentence_words": avg, "longest_sentence_words": max(lengths, default=0),
-        "dialogue_ratio": dialogue_ratio(text), "adverb_density": adverb_density,
-        "adverbs": adverbs[:10], "repeated_words": repeated, "passive_constructions": passive,
-        "reading_ease": flesch_reading_ease(text), "pacing": pacing, "flags": flags,
+        "words": len(ws),
+        "sentences": len(ss),
+        "paragraphs": len(paragraphs(text)),
+        "avg_sentence_words": avg,
+        "longest_sentence_words": max(lengths, default=0),
+        "dialogue_ratio": dialogue_ratio(text),
+        "adverb_density": adverb_density,
+        "adverbs": adverbs[:10],
+        "repeated_words": repeated,
+        "passive_constructions": passive,
+        "reading_ease": flesch_reading_ease(text),
+        "pacing": pacing,
+        "flags": flags,
         "long_sentences": long_sentences[:3],
     }
 
@@ -70,12 +95,17 @@ class ProseAnalyzer:
     def run(self, args: ProseAnalyzerArgs, workspace: Workspace) -> ToolResult:
         files = {path: prose_metrics(workspace.read_text(path)) for path in args.paths}
         total_words = sum(m["words"] for m in files.values())
-        output: dict[str, JsonValue] = {"files": files, "total_words": total_words,
-                                        "flag_count": sum(len(m["flags"]) for m in files.values())}
+        output: dict[str, Any] = {
+            "files": files,
+            "total_words": total_words,
+            "flag_count": sum(len(m["flags"]) for m in files.values()),
+        }
         lines = [f"Prose of {len(files)} file(s), {total_words} words"]
         for path, m in files.items():
-            lines.append(f"- {path}: {m['words']} words, {m['avg_sentence_words']} words/sentence,"
-                         f" pacing {m['pacing']}, dialogue {m['dialogue_ratio']:.0%}, "
-                         f"reading ease {m['reading_ease']}")
+            lines.append(
+                f"- {path}: {m['words']} words, {m['avg_sentence_words']} words/sentence,"
+                f" pacing {m['pacing']}, dialogue {m['dialogue_ratio']:.0%}, "
+                f"reading ease {m['reading_ease']}"
+            )
             lines.extend(f"  ! {flag}" for flag in m["flags"])
         return ToolResult(output, "\n".join(lines))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from pydantic import JsonValue
+from itertools import pairwise
+from typing import Any, ClassVar
 
 from tools.analysis import dialogue_ratio, name_set, proper_nouns, sentences, stake_cues_in, words
 from tools.base import ToolArgs, ToolResult
@@ -26,7 +25,7 @@ class ReaderExperienceSimulator:
     def run(self, args: ReaderExperienceArgs, workspace: Workspace) -> ToolResult:
         known: set[str] = set()
         all_names = name_set(workspace.read_text(path) for path in args.paths)
-        curve: list[dict[str, JsonValue]] = []
+        curve: list[dict[str, Any]] = []
         for path in args.paths:
             text = workspace.read_text(path)
             ss = sentences(text)
@@ -40,21 +39,30 @@ class ReaderExperienceSimulator:
             names = set(proper_nouns(text, all_names))
             new_names = sorted(names - known)
             known |= names
-            curve.append({
-                "path": path, "tension": tension, "new_names": new_names,
-                "confusing": len(new_names) > CONFUSING_NEW_NAMES,
-                "reading_minutes": round(len(words(text)) / WORDS_PER_MINUTE, 1),
-            })
+            curve.append(
+                {
+                    "path": path,
+                    "tension": tension,
+                    "new_names": new_names,
+                    "confusing": len(new_names) > CONFUSING_NEW_NAMES,
+                    "reading_minutes": round(len(words(text)) / WORDS_PER_MINUTE, 1),
+                }
+            )
         drops = [
             f"tension drops from {a['tension']} to {b['tension']} entering {b['path']}"
-            for a, b in zip(curve, curve[1:], strict=False)
+            for a, b in pairwise(curve)
             if float(str(a["tension"])) - float(str(b["tension"])) >= 2.0
         ]
-        output: dict[str, JsonValue] = {"curve": curve, "drops": list(drops),
-                                        "confusing_scenes": [c["path"] for c in curve
-                                                             if c["confusing"]]}
+        output: dict[str, Any] = {
+            "curve": curve,
+            "drops": list(drops),
+            "confusing_scenes": [c["path"] for c in curve if c["confusing"]],
+        }
         lines = [f"Reader pass over {len(curve)} scene(s)"]
-        lines.extend(f"- {c['path']}: tension {c['tension']}/10, {len(c['new_names'])} new names,"
-                     f" {c['reading_minutes']} min" for c in curve)  # type: ignore[arg-type]
+        lines.extend(
+            f"- {c['path']}: tension {c['tension']}/10, {len(c['new_names'])} new names,"
+            f" {c['reading_minutes']} min"
+            for c in curve
+        )
         lines.extend(f"! {d}" for d in drops)
         return ToolResult(output, "\n".join(lines))

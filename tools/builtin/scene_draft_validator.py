@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from tools.analysis import numbers_in, paragraphs, terms, title_of, words
 from tools.base import ToolArgs, ToolResult
@@ -35,17 +35,29 @@ class SceneDraftValidator:
         first = len(_FIRST_PERSON.findall(narration))
         third = len(_THIRD_PERSON.findall(narration))
         word_count = len(words(text))
-        checks: list[dict[str, JsonValue]] = [
-            {"name": "has_title", "passed": title is not None,
-             "detail": f"title '{title}'" if title else "no heading"},
-            {"name": "min_length", "passed": word_count >= args.min_words,
-             "detail": f"{word_count} words (minimum {args.min_words})"},
-            {"name": "consistent_pov", "passed": min(first, third) <= max(first, third) * 0.2,
-             "detail": f"first-person {first}, third-person {third} outside dialogue"},
-            {"name": "balanced_quotes", "passed": text.count('"') % 2 == 0,
-             "detail": f"{text.count(chr(34))} straight quote marks"},
+        checks: list[dict[str, Any]] = [
+            {
+                "name": "has_title",
+                "passed": title is not None,
+                "detail": f"title '{title}'" if title else "no heading",
+            },
+            {
+                "name": "min_length",
+                "passed": word_count >= args.min_words,
+                "detail": f"{word_count} words (minimum {args.min_words})",
+            },
+            {
+                "name": "consistent_pov",
+                "passed": min(first, third) <= max(first, third) * 0.2,
+                "detail": f"first-person {first}, third-person {third} outside dialogue",
+            },
+            {
+                "name": "balanced_quotes",
+                "passed": text.count('"') % 2 == 0,
+                "detail": f"{text.count(chr(34))} straight quote marks",
+            },
         ]
-        beats_report: list[dict[str, JsonValue]] = []
+        beats_report: list[dict[str, Any]] = []
         if args.outline_path:
             scenes = parse_outline(workspace.read_text(args.outline_path))
             numbers = set(numbers_in(f"{title or ''} {args.scene_path}"))
@@ -54,27 +66,42 @@ class SceneDraftValidator:
             for beat in scene["beats"] if scene else []:
                 beat_terms = set(terms(beat))
                 covered = sorted(beat_terms & scene_terms)
-                beats_report.append({"beat": beat, "covered": bool(covered),
-                                     "shared_terms": list(covered)})
+                beats_report.append(
+                    {"beat": beat, "covered": bool(covered), "shared_terms": list(covered)}
+                )
             missing = [b["beat"] for b in beats_report if not b["covered"]]
-            checks.append({
-                "name": "covers_outline_beats",
-                "passed": scene is not None and not missing,
-                "detail": ("no outline scene matches this file" if scene is None else
-                           f"{len(beats_report) - len(missing)}/{len(beats_report)} beats covered"
-                           + (f"; missing: {'; '.join(str(m) for m in missing)}" if missing
-                              else "")),
-            })
+            checks.append(
+                {
+                    "name": "covers_outline_beats",
+                    "passed": scene is not None and not missing,
+                    "detail": (
+                        "no outline scene matches this file"
+                        if scene is None
+                        else f"{len(beats_report) - len(missing)}/{len(beats_report)} beats covered"
+                        + (f"; missing: {'; '.join(str(m) for m in missing)}" if missing else "")
+                    ),
+                }
+            )
         last = paragraphs(text)[-1] if paragraphs(text) else ""
-        checks.append({"name": "ends_with_hook", "severity": "warning",
-                       "passed": bool(re.search(r"[?…—]|\.\.\.", last[-80:])),
-                       "detail": "last lines: " + last[-80:]})
+        checks.append(
+            {
+                "name": "ends_with_hook",
+                "severity": "warning",
+                "passed": bool(re.search(r"[?…—]|\.\.\.", last[-80:])),
+                "detail": "last lines: " + last[-80:],
+            }
+        )
         # A missing hook is a matter of taste: it warns but does not fail the scene.
         passed = all(bool(c["passed"]) for c in checks if c.get("severity") != "warning")
-        output: dict[str, JsonValue] = {"scene_path": args.scene_path, "checks": checks,
-                                        "beats": beats_report, "pass": passed}
-        lines = [f"{args.scene_path}: {sum(bool(c['passed']) for c in checks)}/{len(checks)} "
-                 f"checks pass"]
+        output: dict[str, Any] = {
+            "scene_path": args.scene_path,
+            "checks": checks,
+            "beats": beats_report,
+            "pass": passed,
+        }
+        lines = [
+            f"{args.scene_path}: {sum(bool(c['passed']) for c in checks)}/{len(checks)} checks pass"
+        ]
         lines.extend(
             f"- {'ok' if c['passed'] else 'WARN' if c.get('severity') == 'warning' else 'FAIL'}"
             f" {c['name']}: {c['detail']}"

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import ClassVar
-
-from pydantic import JsonValue
+from typing import Any, ClassVar
 
 from tools.analysis import name_set, proper_nouns, sentences, stake_cues_in
 from tools.base import ToolArgs, ToolResult
@@ -23,7 +21,7 @@ class StakesMapper:
 
     def run(self, args: StakesMapperArgs, workspace: Workspace) -> ToolResult:
         mentions: dict[str, list[str]] = {}
-        stakes: list[dict[str, JsonValue]] = []
+        stakes: list[dict[str, Any]] = []
         names = name_set(workspace.read_text(path) for path in args.paths)
         for path in args.paths:
             text = workspace.read_text(path)
@@ -32,24 +30,34 @@ class StakesMapper:
             for line, sentence in sentences(text):
                 cues = stake_cues_in(sentence)
                 if cues:
-                    stakes.append({"path": path, "line": line, "sentence": sentence,
-                                   "cues": list(cues)})
-        threads: list[dict[str, JsonValue]] = []
+                    stakes.append(
+                        {"path": path, "line": line, "sentence": sentence, "cues": list(cues)}
+                    )
+        threads: list[dict[str, Any]] = []
         for term, where in sorted(mentions.items()):
             paid_off = len(where) > 1
-            threads.append({"term": term, "first_scene": where[0], "mentions": list(where),
-                            "paid_off": paid_off})
+            threads.append(
+                {
+                    "term": term,
+                    "first_scene": where[0],
+                    "mentions": list(where),
+                    "paid_off": paid_off,
+                }
+            )
         last = args.paths[-1] if args.paths else None
-        unresolved = [str(t["term"]) for t in threads
-                      if not t["paid_off"] and t["first_scene"] != last]
-        output: dict[str, JsonValue] = {
+        unresolved = [
+            str(t["term"]) for t in threads if not t["paid_off"] and t["first_scene"] != last
+        ]
+        output: dict[str, Any] = {
             "threads": threads,
             "stakes": stakes,
             "unresolved": list(unresolved),
             "scene_order": list(args.paths),
         }
-        lines = [f"{len(threads)} threads across {len(args.paths)} scenes, "
-                 f"{len(stakes)} stake sentence(s), {len(unresolved)} planted but never returned"]
+        lines = [
+            f"{len(threads)} threads across {len(args.paths)} scenes, "
+            f"{len(stakes)} stake sentence(s), {len(unresolved)} planted but never returned"
+        ]
         lines.extend(f"- unresolved: {term}" for term in unresolved[:10])
         lines.extend(f"- stake {s['path']}:{s['line']}: {s['sentence']}" for s in stakes[:8])
         return ToolResult(output, "\n".join(lines))
