@@ -404,6 +404,11 @@ def edit_distance_at_most_one(a: str, b: str) -> bool:
     return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
+_NOT_NAMES = frozenset(
+    """whoever whatever someone somewhere something nobody nothing everyone every still only
+    later inside outside above below behind then when while""".split()
+)
+
 STAKE_CUES = frozenset(
     [
         "must",
@@ -442,13 +447,24 @@ def stake_cues_in(sentence: str) -> list[str]:
 
 
 def name_set(texts: Iterable[str]) -> set[str]:
-    """Names of people, places, things: words capitalised mid-sentence somewhere."""
+    """Names of people, places, things: words capitalised mid-sentence somewhere, or
+    opening two or more sentences while never written in lower case."""
     names: set[str] = set()
+    openers: dict[str, int] = {}
+    lowercase: set[str] = set()
     for text in texts:
         for _, sentence in sentences(text):
-            for token in words(sentence)[1:]:
-                if token[0].isupper() and token.lower() not in STOPWORDS and len(token) > 2:
-                    names.add(token.strip("'’"))
+            tokens = [t.strip("'’") for t in words(sentence)]
+            for position, token in enumerate(tokens):
+                if not token[:1].isupper():
+                    lowercase.add(token)
+                elif token.lower() in STOPWORDS or token.lower() in _NOT_NAMES or len(token) < 3:
+                    continue
+                elif position == 0:
+                    openers[token] = openers.get(token, 0) + 1
+                else:
+                    names.add(token)
+    names |= {t for t, n in openers.items() if n >= 2 and t.lower() not in lowercase}
     return names
 
 

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.context import Context
+from engine.service import RunService
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "novel"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's home layer or store settings."""
+    monkeypatch.setenv("CONTROLROOM_HOME", str(tmp_path / "home"))
+    for var in (
+        "CONTROLROOM_STORE",
+        "CONTROLROOM_TIER",
+        "CONTROLROOM_OFFLINE_LATENCY_MS",
+        "CONTROLROOM_MAX_EVENT_BYTES",
+        "CONTROLROOM_AGENT_TIMEOUT_S",
+    ):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh copy of the example novel, so runs never touch the repository."""
+    target = tmp_path / "novel"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".control-room"))
+    return target
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> Iterator[Context]:
+    context = Context.open(workspace)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def service(ctx: Context) -> RunService:
+    return RunService(ctx)
+
+
+def write_override(workspace: Path, name: str, text: str) -> Path:
+    folder = workspace / ".control-room" / "recipes"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
