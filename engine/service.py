@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import JsonValue
 
-from domain.errors import MissingArgsError, NotRoutableError, RunConflictError, RunNotFoundError
+from domain.errors import (
+    MissingArgsError,
+    NotRoutableError,
+    RunConflictError,
+    RunNotFoundError,
+    UnknownRecipeError,
+)
 from domain.recipe import Recipe
 from domain.router import route
 from domain.run import Run
@@ -16,6 +23,11 @@ from domain.run_events import RoutingDecision, TaskSpec
 from engine.context import Context
 from engine.runner import Observer, StepRunner
 from eventstore.store import IntegrityError
+
+
+def _looks_like_recipe_id(text: str) -> bool:
+    """`analytical_consistencyy` is a mistyped id, not a task for the Chief to scope."""
+    return re.fullmatch(r"[a-z0-9]+(?:[_\-][a-z0-9]+)+", text.strip()) is not None
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,10 @@ class RunService:
         else:
             routing = self.route(request.task_or_recipe)
             if not routing.routable or routing.recipe_id is None:
+                if _looks_like_recipe_id(request.task_or_recipe):
+                    raise UnknownRecipeError(
+                        request.task_or_recipe, [r.recipe_id for r in self.ctx.catalog.recipes()]
+                    )
                 raise NotRoutableError(request.task_or_recipe, routing.reason)
             recipe = self.ctx.catalog.get(routing.recipe_id)
             description = request.task_or_recipe

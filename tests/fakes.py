@@ -1,0 +1,40 @@
+"""Hand-written fakes for the engine's ports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.errors import ModelError
+from eventstore.store import EventStore
+from models.offline import OfflineModel
+from models.port import ModelRequest, ModelResponse
+
+
+class RecordingModel:
+    """The offline model, with every request kept and a scripted failure at call N."""
+
+    provider = "offline"
+
+    def __init__(self, fail_on_call: int | None = None, failure: BaseException | None = None):
+        self.inner = OfflineModel()
+        self.requests: list[ModelRequest] = []
+        self.fail_on_call = fail_on_call
+        self.failure = failure or ModelError("scripted model failure")
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        if self.fail_on_call is not None and len(self.requests) == self.fail_on_call:
+            raise self.failure
+        return await self.inner.complete(request)
+
+
+class CountingStore(EventStore):
+    """Counts durable commits, to check the one-commit-per-step promise."""
+
+    commits = 0
+
+    def save(self, *objs: Any, **kwargs: Any) -> Any:
+        recordings = super().save(*objs, **kwargs)
+        if recordings:
+            self.commits += 1
+        return recordings
