@@ -1,0 +1,78 @@
+"""The prompt registry: layering, tier fallback and `{{slot}}` injection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from domain.errors import PromptError
+from prompts.registry import BUNDLED_DIR, PromptRegistry
+from recipes.catalog import RecipeCatalog
+from tools.base import ToolRegistry
+
+
+def test_every_prompt_type_of_the_bundled_recipes_has_a_template() -> None:
+    registry = PromptRegistry.for_workspace(None)
+    catalog = RecipeCatalog.load(None, ToolRegistry.default().names(), registry.prompt_types())
+    for recipe in catalog.recipes():
+        for step in recipe.phase_b:
+            for tier in ("t1", "t3", "t5"):
+                _, path = registry.variant_for(step.prompt_type, tier)
+                assert path.is_file()
+
+
+def test_tiers_fall_back_to_the_closest_variant() -> None:
+    registry = PromptRegistry.for_workspace(None)
+    assert registry.variant_for("refine_brief", "t5")[0] == "t5"
+    assert registry.variant_for("draft_scene", "t1")[0] == "t3"  # no t1: closest is t3
+    assert registry.variant_for("polish_draft", "t5")[0] == "t3"  # no t5: t3
+    assert registry.variant_for("check_continuity", "t5")[0] == "t3"
+    with pytest.raises(PromptError, match="unknown tier"):
+        registry.variant_for("draft_scene", "t9")
+
+
+def test_slots_and_task_are_injected_and_unplaced_slots_are_appended() -> None:
+    registry = PromptRegistry.for_workspace(None)
+    rendered = registry.render("refine_brief", "t3", "Draft scene 4",
+                               {"outline_beat": "BEAT", "canon_context": "CANON", "extra": "X"})
+    assert "Draft scene 4" in rendered.text
+    assert "## Outline Beat\nBEAT" in rendered.text and "CANON" in rendered.text
+    assert rendered.text.endswith("## extra\nX")
+    assert "{{" not in rendered.text
+
+
+def test_a_template_asking_for_a_slot_the_step_does_not_read_is_an_error() -> None:
+    registry = PromptRegistry.for_workspace(None)
+    with pytest.raises(PromptError, match="does not read slot 'canon_context'"):
+        registry.render("refine_brief", "t3", "task", {"outline_beat": "x"})
+
+
+def test_workspace_and_home_layers_override_bundled_templates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / "prompts" / "templates").mkdir(parents=True)
+    (home / "prompts" / "templates" / "polish_draft.t3.md").write_text("HOME {{draft}}")
+    monkeypatch.setenv("CONTROLROOM_HOME", str(home))
+    workspace = tmp_path / "ws"
+    layer = workspace / ".control-room" / "prompts"
+    (layer / "templates").mkdir(parents=True)
+    (layer / "templates" / "critic_custom.t5.md").write_text("WS {{draft}}")
+    (layer / "prompts.json").write_text(json.dumps({"pipeline_templates": {
+        "custom_critique": {"label": "mine", "variants": {"t5": "templates/critic_custom.t5.md"}},
+    }}))
+    registry = PromptRegistry.for_workspace(workspace)
+    assert registry.render("polish_draft", "t3", "", {"draft": "D"}).text == "HOME D"
+    assert registry.render("custom_critique", "t3", "", {"draft": "D"}).text == "WS D"
+    assert "refine_brief" in registry.prompt_types()
+    assert (BUNDLED_DIR / "prompts.json").is_file()
+
+
+def test_a_broken_registry_file_names_itself(tmp_path: Path) -> None:
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    (layer / "prompts.json").write_text("{not json")
+    with pytest.raises(PromptError, match="prompts.json"):
+        PromptRegistry([layer])
