@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.canonical import sha256_json
+from domain.canonical import sha256_text
 
 GENESIS_HASH = "0" * 64
 
@@ -40,8 +40,10 @@ class DomainEvent(BaseModel):
         return unsealed.model_copy(update={"event_hash": unsealed.content_hash()})
 
     def content_hash(self) -> str:
-        body = self.model_dump(mode="json", exclude={"event_hash"})
-        return sha256_json({"type": self.type_name, **body})
+        """sha256 of the type name and the event's JSON (fields in declaration order,
+        as stored), so verifying a stored event recomputes exactly this."""
+        body = self.model_dump_json(exclude={"event_hash"})
+        return sha256_text(f"{self.type_name}\n{body}")
 
     def payload(self) -> dict[str, Any]:
         """The event's own fields, without the envelope every event shares."""

@@ -35,7 +35,7 @@ class StepRunner:
     def save(self, run: Run) -> None:
         """Commit the run's pending events; another writer's commit first is a conflict."""
         try:
-            recordings = self.ctx.store.save(run)
+            recordings = self.ctx.store.commit(run)
         except IntegrityError:
             raise RunConflictError(run.id) from None
         self.observer(
@@ -47,6 +47,8 @@ class StepRunner:
 
     async def execute(self, run: Run) -> Run:
         """Advance the run until it finishes. Returns the run in its final state."""
+        # Every step of this execution reads the same snapshot of the workspace files.
+        workspace = self.ctx.workspace.snapshot()
         while not run.is_finished:
             current = run.next_step()
             if current is None:
@@ -56,7 +58,8 @@ class StepRunner:
             _, step = current
             try:
                 if isinstance(step, ToolStep):
-                    run.complete_tool_step(self.ctx.clock.now(), run_tool(self.ctx, run, step))
+                    tool_outcome = run_tool(self.ctx, workspace, run, step)
+                    run.complete_tool_step(self.ctx.clock.now(), tool_outcome)
                 else:
                     outcome = await run_agent(self.ctx, run, step)
                     run.complete_agent_step(self.ctx.clock.now(), outcome)
@@ -123,7 +126,7 @@ class StepRunner:
                 evidence=result.evidence,
             )
             try:
-                self.ctx.store.save(issue)
+                self.ctx.store.commit(issue)
             except IntegrityError:
                 continue  # opened concurrently by another process
             opened.append(issue_id)

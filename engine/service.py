@@ -112,7 +112,7 @@ class RunService:
         run = self.load(run_id)
         run.cancel(self.ctx.clock.now(), reason)
         try:
-            self.ctx.store.save(run)
+            self.ctx.store.commit(run)
         except IntegrityError:
             raise RunConflictError(run_id) from None
         return run

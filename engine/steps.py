@@ -19,6 +19,7 @@ from domain.refs import resolve_ref
 from domain.run import AgentOutcome, Run, ToolOutcome
 from engine.context import Context
 from models.port import ModelRequest
+from tools.workspace import Workspace
 
 AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
 DEFAULT_AGENT_TIMEOUT_S = 300.0
@@ -38,10 +39,10 @@ def resolve_args(step: ToolStep, run: Run) -> tuple[dict[str, JsonValue], list[s
     return resolved, refs
 
 
-def run_tool(ctx: Context, run: Run, step: ToolStep) -> ToolOutcome:
+def run_tool(ctx: Context, workspace: Workspace, run: Run, step: ToolStep) -> ToolOutcome:
     args, refs = resolve_args(step, run)
     started = time.perf_counter()
-    result = ctx.tools.execute(step.tool, dict(args), ctx.workspace)
+    result = ctx.tools.execute(step.tool, dict(args), workspace)
     duration_ms = round((time.perf_counter() - started) * 1000, 3)
     output: dict[str, Any] = result.output
     return ToolOutcome(

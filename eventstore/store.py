@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper
+from eventsourcing.persistence import IntegrityError, Mapper, Recording
 
 from domain.aggregate import Aggregate
 from domain.events import DomainEvent
@@ -35,6 +35,14 @@ class EventStore(Application[str]):
     @classmethod
     def for_workspace(cls, workspace: Path, spec: str | None = None) -> EventStore:
         return cls(env=store_env(workspace, spec))
+
+    def commit(self, aggregate: Aggregate) -> list[Recording[str]]:
+        """Append the aggregate's pending events in one transaction.
+
+        Raises IntegrityError when another writer already recorded that version
+        (optimistic concurrency), PayloadTooLargeError past the size limit.
+        """
+        return self.events.put(aggregate.collect_events())
 
     def load(self, aggregate_cls: type[A], aggregate_id: str) -> A | None:
         try:

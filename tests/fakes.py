@@ -33,8 +33,8 @@ class CountingStore(EventStore):
 
     commits = 0
 
-    def save(self, *objs: Any, **kwargs: Any) -> Any:
-        recordings = super().save(*objs, **kwargs)
+    def commit(self, aggregate: Any) -> Any:
+        recordings = super().commit(aggregate)
         if recordings:
             self.commits += 1
         return recordings

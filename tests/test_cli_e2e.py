@@ -20,14 +20,32 @@ from tests.conftest import write_override
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
 DRAFT = "Draft scene 4 from the outline"
-APPENDIX_D_KEYS = {"run_id", "recipe_id", "status", "phase", "current_step_index", "total_steps",
-                   "created_at", "updated_at", "completed_at", "task", "steps", "cache_summary",
-                   "error"}
+APPENDIX_D_KEYS = {
+    "run_id",
+    "recipe_id",
+    "status",
+    "phase",
+    "current_step_index",
+    "total_steps",
+    "created_at",
+    "updated_at",
+    "completed_at",
+    "task",
+    "steps",
+    "cache_summary",
+    "error",
+}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})}, check=False)
+    return subprocess.run(
+        [CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def as_json(result: subprocess.CompletedProcess[str]) -> Any:
@@ -51,12 +69,17 @@ def test_the_first_command_completes_a_durable_run(workspace: Path) -> None:
     run_id = result.stdout.split(":")[0]
 
     view = as_json(cli("show", run_id, "-w", str(workspace), "--json"))
-    assert APPENDIX_D_KEYS <= set(view)
+    assert set(view) >= APPENDIX_D_KEYS
     assert view["status"] == "done" and view["total_steps"] == 8
     assert view["task"] == {"description": DRAFT}
     assert view["steps"][0] == {
-        "step_id": "discover", "phase": "a", "status": "done", "tool": "file_locator",
-        "output_slot": "discovery", "output_preview": view["steps"][0]["output_preview"]}
+        "step_id": "discover",
+        "phase": "a",
+        "status": "done",
+        "tool": "file_locator",
+        "output_slot": "discovery",
+        "output_preview": view["steps"][0]["output_preview"],
+    }
     assert view["cache_summary"]["scene_brief"]["type"] == "artifact"
     assert view["cache_summary"]["discovery"]["type"] == "pointer"
 
@@ -89,8 +112,14 @@ def test_route_and_recipes_commands(workspace: Path) -> None:
 
 def test_validating_a_bad_recipe_file_names_file_and_path(workspace: Path) -> None:
     bad = workspace / "bad.json"
-    bad.write_text(json.dumps({"recipe_id": "bad", "phase_a": [
-        {"step_id": "s", "tool": "nope", "args": {}, "output_slot": "x"}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "recipe_id": "bad",
+                "phase_a": [{"step_id": "s", "tool": "nope", "args": {}, "output_slot": "x"}],
+            }
+        )
+    )
     result = cli("recipes", "validate", str(bad), "-w", str(workspace))
     assert result.returncode == 64
     assert f"{bad}: $.phase_a[0].tool: unknown tool 'nope'" in result.stderr
@@ -112,10 +141,23 @@ def test_bad_input_gets_a_clear_error_and_loses_nothing(workspace: Path) -> None
     no_run = cli("show", "run_missing", "-w", ws)
     assert no_run.returncode == 64 and "no run 'run_missing'" in no_run.stderr
 
-    write_override(workspace, "needs.json", json.dumps({
-        "recipe_id": "needs_scene", "phase_a": [
-            {"step_id": "v", "tool": "scene_draft_validator",
-             "args": {"scene_path": {"$ref": "task.args.scene_path"}}, "output_slot": "v"}]}))
+    write_override(
+        workspace,
+        "needs.json",
+        json.dumps(
+            {
+                "recipe_id": "needs_scene",
+                "phase_a": [
+                    {
+                        "step_id": "v",
+                        "tool": "scene_draft_validator",
+                        "args": {"scene_path": {"$ref": "task.args.scene_path"}},
+                        "output_slot": "v",
+                    }
+                ],
+            }
+        ),
+    )
     missing = cli("run", "needs_scene", "-w", ws)
     assert missing.returncode == 64 and "needs args: scene_path" in missing.stderr
     escaping = cli("run", "needs_scene", "--arg", "scene_path=../../etc/passwd", "-w", ws)
@@ -140,8 +182,13 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(
     reference_slots = _slot_hashes(reference_ws, as_json(reference)["run_id"])
 
     slow = {**os.environ, "CONTROLROOM_OFFLINE_LATENCY_MS": "300"}
-    process = subprocess.Popen([CLI, "run", DRAFT, "-w", str(workspace), "-q"], env=slow,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [CLI, "run", DRAFT, "-w", str(workspace), "-q"],
+        env=slow,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while completed_steps(workspace) < 4 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -161,8 +208,13 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(
 
 def test_ctrl_c_leaves_the_run_resumable_and_exits_20(workspace: Path) -> None:
     slow = {**os.environ, "CONTROLROOM_OFFLINE_LATENCY_MS": "300"}
-    process = subprocess.Popen([CLI, "run", DRAFT, "-w", str(workspace)], env=slow,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [CLI, "run", DRAFT, "-w", str(workspace)],
+        env=slow,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while completed_steps(workspace) < 4 and time.monotonic() < deadline:
         time.sleep(0.02)

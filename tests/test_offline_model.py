@@ -17,9 +17,16 @@ CANON = "Canon: 1 cards, 2 facts, 0 conflict(s)\n- Kael: eyes = grey\n- Kael: ha
 
 
 def ask(prompt_type: str, inputs: dict[str, str], model: str = OFFLINE_MODEL) -> str:
-    request = ModelRequest(provider="offline", model=model, tier="t3", agent_archetype="x",
-                           prompt_type=prompt_type, prompt="p", inputs=inputs,
-                           task_description="Draft scene 4")
+    request = ModelRequest(
+        provider="offline",
+        model=model,
+        tier="t3",
+        agent_archetype="x",
+        prompt_type=prompt_type,
+        prompt="p",
+        inputs=inputs,
+        task_description="Draft scene 4",
+    )
     return asyncio.run(OfflineModel().complete(request)).text
 
 
@@ -28,14 +35,22 @@ def test_every_bundled_prompt_type_has_an_offline_behaviour() -> None:
 
 
 def test_continuity_passes_a_draft_that_agrees_with_canon() -> None:
-    report = json.loads(ask("check_continuity", {
-        "edited_draft": "# S\n\nKael turned. His grey eyes caught the light.", "canon": CANON}))
+    report = json.loads(
+        ask(
+            "check_continuity",
+            {"edited_draft": "# S\n\nKael turned. His grey eyes caught the light.", "canon": CANON},
+        )
+    )
     assert report["pass"] is True and report["facts_checked"] == 2
 
 
 def test_continuity_fails_a_draft_that_contradicts_canon() -> None:
-    report = json.loads(ask("check_continuity", {
-        "edited_draft": "# S\n\nKael turned. His blue eyes caught the light.", "canon": CANON}))
+    report = json.loads(
+        ask(
+            "check_continuity",
+            {"edited_draft": "# S\n\nKael turned. His blue eyes caught the light.", "canon": CANON},
+        )
+    )
     assert report["pass"] is False
     assert report["conflicts"][0]["found"] == "blue"
     assert report["conflicts"][0]["canon_value"] == "grey"

@@ -35,8 +35,12 @@ def test_tiers_fall_back_to_the_closest_variant() -> None:
 
 def test_slots_and_task_are_injected_and_unplaced_slots_are_appended() -> None:
     registry = PromptRegistry.for_workspace(None)
-    rendered = registry.render("refine_brief", "t3", "Draft scene 4",
-                               {"outline_beat": "BEAT", "canon_context": "CANON", "extra": "X"})
+    rendered = registry.render(
+        "refine_brief",
+        "t3",
+        "Draft scene 4",
+        {"outline_beat": "BEAT", "canon_context": "CANON", "extra": "X"},
+    )
     assert "Draft scene 4" in rendered.text
     assert "## Outline Beat\nBEAT" in rendered.text and "CANON" in rendered.text
     assert rendered.text.endswith("## extra\nX")
@@ -60,9 +64,18 @@ def test_workspace_and_home_layers_override_bundled_templates(
     layer = workspace / ".control-room" / "prompts"
     (layer / "templates").mkdir(parents=True)
     (layer / "templates" / "critic_custom.t5.md").write_text("WS {{draft}}")
-    (layer / "prompts.json").write_text(json.dumps({"pipeline_templates": {
-        "custom_critique": {"label": "mine", "variants": {"t5": "templates/critic_custom.t5.md"}},
-    }}))
+    (layer / "prompts.json").write_text(
+        json.dumps(
+            {
+                "pipeline_templates": {
+                    "custom_critique": {
+                        "label": "mine",
+                        "variants": {"t5": "templates/critic_custom.t5.md"},
+                    },
+                }
+            }
+        )
+    )
     registry = PromptRegistry.for_workspace(workspace)
     assert registry.render("polish_draft", "t3", "", {"draft": "D"}).text == "HOME D"
     assert registry.render("custom_critique", "t3", "", {"draft": "D"}).text == "WS D"
@@ -74,5 +87,5 @@ def test_a_broken_registry_file_names_itself(tmp_path: Path) -> None:
     layer = tmp_path / "layer"
     layer.mkdir()
     (layer / "prompts.json").write_text("{not json")
-    with pytest.raises(PromptError, match="prompts.json"):
+    with pytest.raises(PromptError, match=r"prompts\.json"):
         PromptRegistry([layer])

@@ -17,9 +17,18 @@ AT = datetime(2026, 2, 10, 14, 30, tzinfo=UTC)
 
 
 def issue(issue_id: str, detail: str = "d") -> Issue:
-    return Issue.open(issue_id, AT, kind="k", title="t", detail=detail, run_id="run_1",
-                      session_id="sess_1", recipe_id="r", check={"check": "slot_not_null"},
-                      evidence={"found": ["green"]})
+    return Issue.open(
+        issue_id,
+        AT,
+        kind="k",
+        title="t",
+        detail=detail,
+        run_id="run_1",
+        session_id="sess_1",
+        recipe_id="r",
+        check={"check": "slot_not_null"},
+        evidence={"found": ["green"]},
+    )
 
 
 def test_the_default_store_is_a_sqlite_file_in_the_workspace(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 STOPWORDS = frozenset(
@@ -201,14 +202,16 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
     ]
 
 
-def sentences(text: str) -> list[tuple[int, str]]:
-    """(line number, sentence) pairs from the prose of a markdown text."""
+@lru_cache(maxsize=1024)
+def sentences(text: str) -> tuple[tuple[int, str], ...]:
+    """(line number, sentence) pairs from the prose of a markdown text (cached: tools and
+    agents split the same scene texts many times over a run)."""
     found: list[tuple[int, str]] = []
     for number, line in prose_lines(text):
         for part in _SENTENCE_END.split(line):
             if part.strip():
                 found.append((number, part.strip()))
-    return found
+    return tuple(found)
 
 
 def paragraphs(text: str) -> list[str]:
@@ -286,10 +289,6 @@ def _class_of(value: str) -> frozenset[str] | None:
     return None
 
 
-def _mentions(sentence: str, name: str) -> list[int]:
-    return [m.start() for m in re.finditer(rf"\b{re.escape(name)}\b", sentence)]
-
-
 @dataclass(frozen=True)
 class Conflict:
     entity: str
@@ -324,27 +323,34 @@ def find_conflicts(
     """Sentences that give a canon entity an attribute value its card rules out.
 
     A sentence counts for an entity only if that entity is the nearest named entity
-    before the attribute cue, so "Kael looked into Mira's green eyes" speaks of Mira.
+    before the attribute cue, so "Kael looked into Mira's green eyes" speaks of Mira;
+    a sentence naming nobody speaks of the last entity named ("His green eyes...").
     """
+    checkable = [
+        (fact, exclusive, _value_words(fact.value), _cue_pattern(fact.attribute))
+        for fact in facts
+        if (exclusive := _class_of(fact.value)) is not None
+    ]
+    names = _names_pattern(tuple((e, tuple(ns)) for e, ns in entity_names.items()))
+    owner = {name: entity for entity, ns in entity_names.items() for name in ns}
     conflicts: list[Conflict] = []
-    all_names = [(entity, name) for entity, names in entity_names.items() for name in names]
-    previous_entity: str | None = None  # "Kael reined in. His green eyes..." speaks of Kael
+    previous_entity: str | None = None
     for number, sentence in sentences(text):
+        mentions = (
+            [(m.start(), owner[m.group(0)]) for m in names.finditer(sentence)] if names else []
+        )
         lowered = sentence.lower()
-        for fact in facts:
-            exclusive = _class_of(fact.value)
-            cues = ATTRIBUTE_CUES.get(fact.attribute, (fact.attribute,))
-            if exclusive is None:
+        for fact, exclusive, canon_words, cue in checkable:
+            found_cue = cue.search(lowered)
+            if found_cue is None:
                 continue
-            cue_at = _first_cue(lowered, cues)
-            if cue_at is None:
-                continue
-            subject = _nearest_entity(sentence, all_names, cue_at) or previous_entity
+            cue_at = found_cue.start()
+            before = [entity for start, entity in mentions if start <= cue_at]
+            subject = before[-1] if before else (mentions[0][1] if mentions else previous_entity)
             if subject != fact.entity:
                 continue
-            canon_words = _value_words(fact.value)
             window = lowered[max(0, cue_at - 40) : cue_at + 40]
-            said = {w for w in re.findall(r"[a-z\-]+", window) if w in exclusive}
+            said = {w for w in _VALUE_WORD.findall(window) if w in exclusive}
             wrong = sorted(said - canon_words)
             if wrong and not (said & canon_words):
                 conflicts.append(
@@ -358,31 +364,26 @@ def find_conflicts(
                         sentence,
                     )
                 )
-        previous_entity = _last_entity(sentence, all_names) or previous_entity
+        if mentions:
+            previous_entity = mentions[-1][1]
     return conflicts
 
 
-def _last_entity(sentence: str, names: Sequence[tuple[str, str]]) -> str | None:
-    found = [(s, e) for e, n in names for s in _mentions(sentence, n)]
-    return max(found)[1] if found else None
+_VALUE_WORD = re.compile(r"[a-z\-]+")
 
 
-def _first_cue(lowered: str, cues: Sequence[str]) -> int | None:
-    positions = [m.start() for cue in cues for m in re.finditer(rf"\b{re.escape(cue)}\b", lowered)]
-    return min(positions) if positions else None
+@lru_cache(maxsize=256)
+def _cue_pattern(attribute: str) -> re.Pattern[str]:
+    cues = ATTRIBUTE_CUES.get(attribute, (attribute,))
+    return re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + r")\b")
 
 
-def _nearest_entity(sentence: str, names: Sequence[tuple[str, str]], before: int) -> str | None:
-    best: tuple[int, str] | None = None
-    for entity, name in names:
-        for start in _mentions(sentence, name):
-            if start <= before and (best is None or start > best[0]):
-                best = (start, entity)
-    if best is None:
-        # "Her grey eyes ... Kael": a cue before any name belongs to the first name named.
-        firsts = [(s, e) for e, n in names for s in _mentions(sentence, n)]
-        return min(firsts)[1] if firsts else None
-    return best[1]
+@lru_cache(maxsize=256)
+def _names_pattern(entities: tuple[tuple[str, tuple[str, ...]], ...]) -> re.Pattern[str] | None:
+    names = sorted({n for _, ns in entities for n in ns}, key=len, reverse=True)
+    if not names:
+        return None
+    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
 
 
 def edit_distance_at_most_one(a: str, b: str) -> bool:

@@ -23,6 +23,10 @@ class Workspace:
         self.root = root.resolve()
         self._texts: dict[str, str] = {}
 
+    def snapshot(self) -> Workspace:
+        """A fresh view for one run: files are read anew, then stay as first read."""
+        return Workspace(self.root)
+
     def resolve(self, relative: str) -> Path:
         """The real path of a workspace-relative path, or a WorkspaceError naming why not."""
         if not isinstance(relative, str) or not relative.strip():
