@@ -24,6 +24,8 @@ from engine.context import Context
 from engine.runner import Observer, StepRunner
 from eventstore.store import IntegrityError
 
+CANCEL_ATTEMPTS = 20
+
 
 def _looks_like_recipe_id(text: str) -> bool:
     """`analytical_consistencyy` is a mistyped id, not a task for the Chief to scope."""
@@ -109,10 +111,17 @@ class RunService:
         return await runner.execute(run)
 
     def cancel(self, run_id: str, reason: str = "cancelled by user") -> Run:
-        run = self.load(run_id)
-        run.cancel(self.ctx.clock.now(), reason)
-        try:
-            self.ctx.store.commit(run)
-        except IntegrityError:
-            raise RunConflictError(run_id) from None
-        return run
+        """Record the cancellation; a runner advancing the run meanwhile is retried around.
+
+        The running process sees the cancellation at its next commit (its version is
+        taken) and stops there.
+        """
+        for _ in range(CANCEL_ATTEMPTS):
+            run = self.load(run_id)
+            run.cancel(self.ctx.clock.now(), reason)
+            try:
+                self.ctx.store.commit(run)
+            except IntegrityError:
+                continue
+            return run
+        raise RunConflictError(run_id)
