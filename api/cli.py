@@ -27,9 +27,8 @@ from domain.run import Run, RunStatus
 from engine.context import Context
 from engine.service import RunRequest, RunService
 from eventstore.store import Positioned
-from projections.issue_list import list_issues
-from projections.run_index import list_runs, unfinished_run_ids
 from projections.run_view import build_run_view
+from projections.views import Views
 
 EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
 EXIT_BAD_INPUT, EXIT_CONFLICT = 64, 75
@@ -69,9 +68,24 @@ def _open(ns: argparse.Namespace) -> Context:
     return Context.open(Path(ns.workspace))
 
 
+def _views(ctx: Context) -> Views:
+    """The read models, caught up with everything recorded so far."""
+    views = Views.for_store(ctx.store)
+    views.catch_up()
+    return views
+
+
+def cmd_projections(ns: argparse.Namespace) -> int:
+    ctx = _open(ns)
+    views = Views.for_store(ctx.store)
+    applied = views.rebuild()
+    print(f"rebuilt views from {applied} events (position {views.position()})")
+    return EXIT_DONE
+
+
 def _print_run_summary(run: Run, ctx: Context) -> None:
     print(f"{run.id}: {run.status.value}" + (f" — {run.error}" if run.error else ""))
-    for issue in list_issues(ctx.store, run_id=run.id):
+    for issue in _views(ctx).issues(run_id=run.id):
         print(f"  issue {issue['issue_id']}: {issue['title']}")
         evidence = issue.get("evidence")
         if isinstance(evidence, dict):
@@ -129,7 +143,8 @@ def cmd_resume(ns: argparse.Namespace) -> int:
 
     ctx = _open(ns)
     service = RunService(ctx)
-    run_ids = [ns.run_id] if ns.run_id else unfinished_run_ids(ctx.store)
+    unfinished = [r["run_id"] for r in _views(ctx).runs(status="running")]
+    run_ids = [ns.run_id] if ns.run_id else unfinished
     if not run_ids:
         print("nothing to resume: no unfinished runs", file=sys.stderr)
         return EXIT_DONE
@@ -190,7 +205,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
 
 def cmd_runs(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    rows = list_runs(ctx.store, status=ns.status, recipe_id=ns.recipe)
+    rows = _views(ctx).runs(status=ns.status, recipe_id=ns.recipe)
     if ns.json:
         _emit_json(rows)
         return EXIT_DONE
@@ -308,7 +323,7 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
 
 def cmd_issues(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    rows = list_issues(ctx.store, run_id=ns.run)
+    rows = _views(ctx).issues(run_id=ns.run)
     if ns.json:
         _emit_json(rows)
         return EXIT_DONE
@@ -371,6 +386,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "show", "validate", "schema"])
     p.add_argument("target", nargs="?", help="recipe id (show) or file/folder (validate)")
     p.set_defaults(func=cmd_recipes)
+
+    p = sub.add_parser("projections", parents=[common], help="rebuild the read models")
+    p.add_argument("action", choices=["rebuild"])
+    p.set_defaults(func=cmd_projections)
 
     p = sub.add_parser("issues", parents=[common], help="issues opened by runs")
     p.add_argument("--run", help="only this run's issues")

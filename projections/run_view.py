@@ -38,9 +38,24 @@ class RunView:
         self.run: dict[str, Any] = {}
         self.steps: list[dict[str, Any]] = []
         self.slots: dict[str, dict[str, Any]] = {}
-        self.receipts: dict[str, dict[str, Any]] = {}
         self.dod: dict[str, Any] | None = None
         self.version = 0
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "steps": self.steps,
+            "slots": self.slots,
+            "dod": self.dod,
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> RunView:
+        view = cls()
+        view.run, view.steps, view.slots = state["run"], state["steps"], state["slots"]
+        view.dod, view.version = state["dod"], state["version"]
+        return view
 
     def apply(self, event: DomainEvent) -> None:
         self.version = event.originator_version
@@ -91,7 +106,6 @@ class RunView:
                 }
             )
         elif isinstance(event, ReceiptIssued):
-            self.receipts[event.receipt_id] = event.payload() | {"issued_at": at}
             self._step(event.step_id)["receipt_id"] = event.receipt_id
         elif isinstance(event, AgentResponded):
             step = self._step(event.step_id)

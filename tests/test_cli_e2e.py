@@ -57,7 +57,12 @@ def completed_steps(workspace: Path) -> int:
     if not db.exists():
         return 0
     with closing(sqlite3.connect(db)) as conn:
-        row = conn.execute("SELECT COUNT(*) FROM stored_events WHERE topic LIKE '%StepCompleted'")
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM stored_events WHERE topic LIKE '%StepCompleted'"
+            )
+        except sqlite3.OperationalError:  # the writer has not created its table yet
+            return 0
         return int(row.fetchone()[0])
 
 

@@ -30,11 +30,17 @@ from engine.runner import StepRunner
 from engine.service import RunRequest, RunService
 from eventstore.config import store_env
 from models.agents import AgentDirectory
-from projections.issue_list import list_issues
+from projections.views import Views
 from tests.conftest import write_override
 from tests.fakes import CountingStore, RecordingModel
 
 DRAFT = "Draft scene 4 from the outline"
+
+
+def issues_of(ctx: Context, run_id: str) -> list[dict[str, object]]:
+    views = Views.for_store(ctx.store)
+    views.catch_up()
+    return views.issues(run_id=run_id)
 
 
 def run_to_end(service: RunService, task: str, **args: object) -> Run:
@@ -112,7 +118,7 @@ def test_the_planted_canon_contradiction_fails_the_dod_and_opens_an_issue(
     ctx = open_ctx(workspace)
     run = run_to_end(RunService(ctx), "check consistency of the scenes against canon")
     assert run.status == RunStatus.FAILED and "Definition of Done" in (run.error or "")
-    issues = list_issues(ctx.store, run_id=run.id)
+    issues = issues_of(ctx, run.id)
     assert len(issues) == 1
     issue = issues[0]
     assert issue["session_id"] == run.session_id
@@ -166,7 +172,7 @@ def test_a_failed_agent_halts_the_pipeline_without_retry(workspace: Path) -> Non
     assert len(model.requests) == 2
     failed = [e for e in ctx.store.stream(run.id) if isinstance(e, StepFailed)]
     assert [(e.step_id, e.error_type) for e in failed] == [("draft", "ModelError")]
-    assert list_issues(ctx.store, run_id=run.id) == []
+    assert issues_of(ctx, run.id) == []
 
 
 def test_a_broken_ref_fails_its_step_naming_the_path(workspace: Path) -> None:
