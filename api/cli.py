@@ -75,6 +75,63 @@ def _views(ctx: Context) -> Views:
     return views
 
 
+def cmd_replay(ns: argparse.Namespace) -> int:
+    from projections.audit import replay, verify
+
+    ctx = _open(ns)
+    RunService(ctx).load(ns.run_id)
+    if ns.verify:
+        problems = verify(ctx.store, ns.run_id)
+        if problems:
+            first = problems[0]
+            if ns.json:
+                _emit_json({"ok": False, "problems": [p.__dict__ for p in problems]})
+            print(
+                f"verify failed at v{first.version} ({first.kind}): {first.message}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        if not ns.json:
+            print(f"verified: {ns.run_id} hash chain intact", file=sys.stderr)
+    view = replay(ctx.store, ns.run_id, ns.at).consolidated()
+    _emit_json(view)
+    return EXIT_DONE
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from projections.audit import export_run, replay
+
+    ctx = _open(ns)
+    RunService(ctx).load(ns.run_id)
+    written = export_run(replay(ctx.store, ns.run_id), Path(ns.dir))
+    for path in written:
+        print(path)
+    return EXIT_DONE
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    import os
+
+    import uvicorn
+
+    from api.app import TOKEN_VAR, create_app
+
+    token = os.environ.get(TOKEN_VAR) or None
+    if ns.host not in LOOPBACK and not token and not ns.insecure:
+        raise BadInputError(
+            f"refusing to listen on {ns.host} without {TOKEN_VAR}; set a token, or pass "
+            "--insecure to accept anyone on the network"
+        )
+    ctx = _open(ns)
+    app = create_app(ctx, token)
+    print(f"serving {ctx.workspace.root} on http://{ns.host}:{ns.port}", file=sys.stderr)
+    uvicorn.run(app, host=ns.host, port=ns.port, log_level=ns.log_level)
+    return EXIT_DONE
+
+
 def cmd_projections(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
     views = Views.for_store(ctx.store)
@@ -386,6 +443,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "show", "validate", "schema"])
     p.add_argument("target", nargs="?", help="recipe id (show) or file/folder (validate)")
     p.set_defaults(func=cmd_recipes)
+
+    p = sub.add_parser("replay", parents=[common], help="rebuild a run from its events alone")
+    p.add_argument("run_id")
+    p.add_argument("--at", type=int, metavar="VERSION", help="the view as of this version")
+    p.add_argument("--verify", action="store_true", help="check the hash chain first")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("export", parents=[common], help="write run.json, steps.jsonl, cache.json")
+    p.add_argument("run_id")
+    p.add_argument("--dir", required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("serve", parents=[common], help="serve the HTTP API and SSE feeds")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback host without CONTROLROOM_API_TOKEN",
+    )
+    p.add_argument("--log-level", default="warning")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("projections", parents=[common], help="rebuild the read models")
     p.add_argument("action", choices=["rebuild"])

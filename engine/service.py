@@ -41,6 +41,8 @@ class RunRequest:
     session_id: str | None = None
     session_plan_task_id: int | None = None
     description: str | None = None
+    #: True when `task_or_recipe` must be a recipe id (never routed), as in POST /api/runs.
+    is_recipe_id: bool = False
 
 
 class RunService:
@@ -53,7 +55,7 @@ class RunService:
     def plan(self, request: RunRequest) -> tuple[Recipe, TaskSpec, RoutingDecision | None]:
         """Decide what would run, or raise a clear error; records nothing."""
         routing: RoutingDecision | None = None
-        if request.task_or_recipe in self.ctx.catalog:
+        if request.is_recipe_id or request.task_or_recipe in self.ctx.catalog:
             recipe = self.ctx.catalog.get(request.task_or_recipe)
             description = request.description or recipe.label or recipe.recipe_id
             args: dict[str, Any] = dict(request.args)

@@ -1,0 +1,281 @@
+"""The OpenAPI 3.1 document for every endpoint and body, built from the pydantic models."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from api.bodies import RouteBody, StartRunBody
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_OBJECT: dict[str, Any] = {"type": "object"}
+_RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_AFTER = {
+    "name": "after",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0},
+    "description": "resume strictly after this position (or send Last-Event-ID)",
+}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        400: "bad input",
+        401: "missing or wrong bearer token",
+        404: "not found",
+        409: "conflicts with the run's state",
+        413: "body too large",
+    }
+    return {str(c): _json(_ERROR, text[c]) for c in codes}
+
+
+def _op(summary: str, ok: dict[str, Any], *errors: int, **extra: Any) -> dict[str, Any]:
+    return {"summary": summary, "responses": {**ok, **_errors(401, *errors)}, **extra}
+
+
+def _body(name: str) -> dict[str, Any]:
+    return {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+    }
+
+
+_SSE = {
+    "200": {
+        "description": "text/event-stream; id = global position, event = type",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    run_summary = {
+        "type": "object",
+        "properties": {
+            k: {"type": ["string", "null"]}
+            for k in ("run_id", "recipe_id", "status", "created_at", "completed_at", "description")
+        },
+    }
+    paths: dict[str, Any] = {
+        "/api/runs": {
+            "post": _op(
+                "Start a run",
+                {
+                    "201": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "run_id": {"type": "string"},
+                                "status": {"type": "string"},
+                            },
+                        },
+                        "started",
+                    )
+                },
+                400,
+                413,
+                requestBody=_body("StartRunBody"),
+            ),
+            "get": _op(
+                "List runs",
+                {"200": _json({"type": "array", "items": run_summary}, "runs")},
+                400,
+                parameters=[
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "required": False,
+                        "schema": {
+                            "type": "string",
+                            "enum": ["pending", "running", "done", "failed", "cancelled"],
+                        },
+                    },
+                    {
+                        "name": "recipe_id",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    },
+                ],
+            ),
+        },
+        "/api/runs/{run_id}": {
+            "get": _op(
+                "Consolidated run view", {"200": _json(_OBJECT, "run")}, 404, parameters=[_RUN_ID]
+            )
+        },
+        "/api/runs/{run_id}/steps": {
+            "get": _op(
+                "Full step log",
+                {"200": _json({"type": "array", "items": _OBJECT}, "steps")},
+                404,
+                parameters=[_RUN_ID],
+            )
+        },
+        "/api/runs/{run_id}/cache/{slot}": {
+            "get": _op(
+                "One cache slot",
+                {"200": _json(_OBJECT, "slot")},
+                404,
+                parameters=[
+                    _RUN_ID,
+                    {"name": "slot", "in": "path", "required": True, "schema": {"type": "string"}},
+                ],
+            )
+        },
+        "/api/runs/{run_id}/cancel": {
+            "post": _op(
+                "Cancel a running run",
+                {"200": _json(_OBJECT, "cancelled")},
+                404,
+                409,
+                parameters=[_RUN_ID],
+            )
+        },
+        "/api/runs/{run_id}/audit": {
+            "get": _op(
+                "Events with hashes, or the view at a version",
+                {"200": _json(_OBJECT, "audit")},
+                400,
+                404,
+                parameters=[
+                    _RUN_ID,
+                    {
+                        "name": "at",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 1},
+                    },
+                ],
+            )
+        },
+        "/api/runs/{run_id}/events": {
+            "get": _op(
+                "Follow a run's events live (ends after its final event)",
+                _SSE,
+                400,
+                404,
+                parameters=[_RUN_ID, _AFTER],
+            )
+        },
+        "/api/events": {
+            "get": _op(
+                "Follow every event live",
+                _SSE,
+                400,
+                parameters=[
+                    _AFTER,
+                    {
+                        "name": "run_id",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    },
+                    {
+                        "name": "type",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                        "description": "comma-separated event types",
+                    },
+                ],
+            )
+        },
+        "/api/issues": {
+            "get": _op(
+                "List issues",
+                {"200": _json({"type": "array", "items": _OBJECT}, "issues")},
+                parameters=[
+                    {
+                        "name": "run_id",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    }
+                ],
+            )
+        },
+        "/api/issues/{issue_id}": {
+            "get": _op(
+                "One issue",
+                {"200": _json(_OBJECT, "issue")},
+                404,
+                parameters=[
+                    {
+                        "name": "issue_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+            )
+        },
+        "/api/recipes": {
+            "get": _op(
+                "List recipes", {"200": _json({"type": "array", "items": _OBJECT}, "recipes")}
+            )
+        },
+        "/api/recipes/{recipe_id}": {
+            "get": _op(
+                "One recipe",
+                {"200": _json(_OBJECT, "recipe")},
+                400,
+                parameters=[
+                    {
+                        "name": "recipe_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+            )
+        },
+        "/api/route": {
+            "post": _op(
+                "Route a task description to a recipe",
+                {"200": _json(_OBJECT, "routing decision")},
+                400,
+                413,
+                requestBody=_body("RouteBody"),
+            )
+        },
+    }
+    schemas = {
+        "StartRunBody": StartRunBody.model_json_schema(ref_template="#/components/schemas/{model}"),
+        "RouteBody": RouteBody.model_json_schema(ref_template="#/components/schemas/{model}"),
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {
+                        "code": {"type": "string"},
+                        "message": {"type": "string"},
+                        "field": {"type": "string"},
+                    },
+                }
+            },
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Control Room",
+            "version": "0.1.0",
+            "description": "Durable, auditable multi-agent runs on an event store.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}, {}],
+    }

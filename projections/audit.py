@@ -1,0 +1,152 @@
+"""Audit: a run's events with their hashes, views as of any version, and tamper checks.
+
+Everything here reads the event store only. It never calls a tool, a model or the clock,
+so replaying a run is possible long after those have changed or gone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from domain.events import GENESIS_HASH, DomainEvent
+from eventstore.store import EventStore
+from projections.run_view import RunView, build_run_view
+
+
+@dataclass(frozen=True)
+class Problem:
+    version: int
+    kind: str  # changed | missing | reordered | unreadable
+    message: str
+
+
+def audit_trail(events: list[DomainEvent]) -> list[dict[str, Any]]:
+    return [
+        {
+            "version": e.originator_version,
+            "type": e.type_name,
+            "timestamp": e.timestamp.isoformat().replace("+00:00", "Z"),
+            "prev_hash": e.prev_hash,
+            "event_hash": e.event_hash,
+            "data": e.payload(),
+        }
+        for e in events
+    ]
+
+
+def replay(store: EventStore, run_id: str, at_version: int | None = None) -> RunView:
+    """The run's views rebuilt from its events alone, as they stood at `at_version`."""
+    return build_run_view(store.stream(run_id), at_version)
+
+
+def verify(store: EventStore, run_id: str) -> list[Problem]:
+    """Check the stored stream against its hash chain; the first problem comes first."""
+    problems: list[Problem] = []
+    previous_hash = GENESIS_HASH
+    expected_version = 1
+    for stored in store.recorder.select_events(run_id):
+        version = stored.originator_version
+        if version != expected_version:
+            problems.append(
+                Problem(
+                    expected_version,
+                    "missing",
+                    f"event v{expected_version} is missing (next is v{version})",
+                )
+            )
+        expected_version = version + 1
+        try:
+            event = store.mapper.to_domain_event(stored)
+        except Exception as exc:
+            problems.append(
+                Problem(version, "unreadable", f"event v{version} cannot be read: {exc}")
+            )
+            previous_hash = ""
+            continue
+        assert isinstance(event, DomainEvent)
+        if event.content_hash() != event.event_hash:
+            problems.append(
+                Problem(
+                    version,
+                    "changed",
+                    f"event v{version} ({event.type_name}) was changed: its "
+                    "content no longer matches its hash",
+                )
+            )
+        elif previous_hash and event.prev_hash != previous_hash:
+            problems.append(
+                Problem(
+                    version,
+                    "reordered",
+                    f"event v{version} ({event.type_name}) does not follow the "
+                    "event before it: the chain is broken (reordered or an "
+                    "event is missing)",
+                )
+            )
+        previous_hash = event.event_hash
+    return problems
+
+
+def export_run(view: RunView, folder: Path) -> list[Path]:
+    """The seed's file layout (appendix A): run.json, steps.jsonl, cache.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run = dict(view.run)
+    manifest = {
+        k: run.get(k)
+        for k in (
+            "run_id",
+            "recipe_id",
+            "session_id",
+            "status",
+            "created_at",
+            "updated_at",
+            "completed_at",
+            "task",
+            "current_step_index",
+            "total_steps",
+            "phase",
+            "error",
+        )
+    }
+    steps = [
+        {
+            k: s.get(k)
+            for k in (
+                "step_index",
+                "step_id",
+                "phase",
+                "tool",
+                "agent_archetype",
+                "agent_id",
+                "status",
+                "output_slot",
+                "receipt_id",
+                "input_slot_refs",
+                "output_hash",
+                "output_preview",
+                "started_at",
+                "completed_at",
+                "error",
+            )
+        }
+        for s in view.steps
+        if s["status"] in ("done", "failed")
+    ]
+    cache = {
+        name: {k: v for k, v in slot.items() if v is not None} for name, slot in view.slots.items()
+    }
+    written = []
+    for name, text in (
+        ("run.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"),
+        ("steps.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in steps)),
+        ("cache.json", json.dumps(cache, indent=2, ensure_ascii=False) + "\n"),
+    ):
+        path = folder / name
+        partial = path.with_suffix(path.suffix + ".tmp")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)  # atomic, as appendix A asks of cache.json
+        written.append(path)
+    return written
