@@ -21,6 +21,7 @@ from domain.errors import (
     NotRoutableError,
     RecipeInvalidError,
     RunConflictError,
+    RunNotFoundError,
     RunStateError,
 )
 from domain.run import Run, RunStatus
@@ -76,10 +77,14 @@ def _views(ctx: Context) -> Views:
 
 
 def cmd_replay(ns: argparse.Namespace) -> int:
+    from eventsourcing.persistence import MapperDeserialisationError
+
     from projections.audit import replay, verify
 
     ctx = _open(ns)
-    RunService(ctx).load(ns.run_id)
+    # Existence from the raw records: a tampered stream must still be verifiable.
+    if not ctx.store.recorder.select_events(ns.run_id, limit=1):
+        raise RunNotFoundError(ns.run_id)
     if ns.verify:
         problems = verify(ctx.store, ns.run_id)
         if problems:
@@ -91,9 +96,16 @@ def cmd_replay(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_FAILED
-        if not ns.json:
-            print(f"verified: {ns.run_id} hash chain intact", file=sys.stderr)
-    view = replay(ctx.store, ns.run_id, ns.at).consolidated()
+        print(f"verified: {ns.run_id} hash chain intact", file=sys.stderr)
+    try:
+        view = replay(ctx.store, ns.run_id, ns.at).consolidated()
+    except (MapperDeserialisationError, KeyError) as exc:
+        print(
+            f"controlroom: error: the run's events cannot be replayed ({exc}); "
+            "run with --verify to locate the damage",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     _emit_json(view)
     return EXIT_DONE
 
