@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Sequence
 
+from api.hub import EventHub
 from api.notify import LogNotifier
 from domain.errors import ControlRoomError
 from domain.run import Run
@@ -18,6 +19,7 @@ from projections.views import Views
 
 log = logging.getLogger("controlroom.server")
 MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
+PROJECTION_INTERVAL_S = 0.2
 
 
 class Server:
@@ -26,6 +28,7 @@ class Server:
         self.service = RunService(ctx)
         self.views = Views.for_store(ctx.store)
         self.notifier = LogNotifier()
+        self.hub: EventHub
         self.tasks: dict[str, asyncio.Task[None]] = {}
         limit = int(os.environ.get(MAX_RUNS_VAR, "32") or "32")
         self._slots = asyncio.Semaphore(max(1, limit))
@@ -40,6 +43,8 @@ class Server:
         return self.views
 
     async def start(self) -> None:
+        self.hub = EventHub(self.ctx.store, self.notifier)
+        self.hub.start()
         self.views.catch_up()
         for row in self.views.runs(status="running"):
             self._spawn(row["run_id"], resume=True)
@@ -47,6 +52,7 @@ class Server:
 
     async def stop(self) -> None:
         """Stop executing; unfinished runs stay resumable from their events."""
+        await self.hub.stop()
         tasks = [*self.tasks.values(), *([self._projector] if self._projector else [])]
         for task in tasks:
             task.cancel()
@@ -92,4 +98,7 @@ class Server:
                 self.views.catch_up()
             except Exception:  # keep serving; the next pass retries from the tracked position
                 log.exception("projection catch-up failed")
+            # Catch up in batches, not per commit: live feeds come first on this loop, and
+            # every GET catches up for itself before it reads.
+            await asyncio.sleep(PROJECTION_INTERVAL_S)
             await self.notifier.wait(seen)

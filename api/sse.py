@@ -4,7 +4,6 @@ missed, nothing twice. A run's feed ends after the run's final event."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator, Callable
 
@@ -12,6 +11,7 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 
 from api.errors import HttpError
+from api.hub import encode_message
 from api.server import Server
 from domain.run_events import TERMINAL_EVENTS
 from eventstore.store import Positioned
@@ -27,23 +27,6 @@ def resume_position(request: Request) -> int:
     return int(raw)
 
 
-def message(item: Positioned) -> dict[str, str]:
-    event = item.event
-    data = {
-        "position": item.position,
-        "run_id": event.originator_id,
-        "version": event.originator_version,
-        "type": event.type_name,
-        "timestamp": event.timestamp.isoformat().replace("+00:00", "Z"),
-        "data": event.payload(),
-    }
-    return {
-        "id": str(item.position),
-        "event": event.type_name,
-        "data": json.dumps(data, ensure_ascii=False),
-    }
-
-
 async def follow(
     server: Server,
     request: Request,
@@ -51,25 +34,25 @@ async def follow(
     wanted: Filter,
     ends: Filter,
     finished: Callable[[], bool] = lambda: False,
-) -> AsyncIterator[dict[str, str]]:
-    cursor = after
-    while True:
-        seen = server.notifier.generation
-        done = finished()  # asked before reading, so no final event can slip past
-        for item in server.ctx.store.read_log(after=cursor):
-            cursor = item.position
+) -> AsyncIterator[bytes]:
+    if finished():
+        # A finished run's feed is all history: read it and end, no waiting.
+        for item in server.ctx.store.read_log(after=after):
             if wanted(item):
-                yield message(item)
-                if ends(item) or await request.is_disconnected():
+                yield encode_message(item)
+                if ends(item):
                     return
-        if done or await request.is_disconnected():
-            return
-        await server.notifier.wait(seen)
+        return
+    async for delivery in server.hub.deliveries(after):
+        if wanted(delivery.item):
+            yield delivery.message
+            if ends(delivery.item):
+                return
 
 
-def stream(generator: AsyncIterator[dict[str, str]]) -> EventSourceResponse:
+def stream(generator: AsyncIterator[bytes]) -> EventSourceResponse:
     ping = float(os.environ.get(PING_VAR, "15") or "15")
-    return EventSourceResponse(generator, ping=ping, send_timeout=30)
+    return EventSourceResponse(generator, ping=ping)
 
 
 def run_stream(server: Server, request: Request, run_id: str) -> EventSourceResponse:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import JsonValue
-
 from domain.aggregate import Aggregate
 from domain.canonical import sha256_text
 from domain.events import DomainEvent
@@ -19,8 +17,8 @@ class IssueOpened(DomainEvent):
     run_id: str | None
     session_id: str | None
     recipe_id: str | None
-    check: dict[str, JsonValue] | None = None
-    evidence: JsonValue = None
+    check: dict[str, Any] | None = None
+    evidence: Any = None
 
 
 class IssueClosed(DomainEvent):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field
 
 from domain.events import DomainEvent
 
@@ -17,7 +17,7 @@ class _Value(BaseModel):
 
 class TaskSpec(_Value):
     description: str
-    args: dict[str, JsonValue] = Field(default_factory=dict)
+    args: dict[str, Any] = Field(default_factory=dict)
     session_plan_task_id: int | None = None
 
 
@@ -28,7 +28,7 @@ class RoutingDecision(_Value):
     recipe_id: str | None
     reason: str
     matched_pattern: str | None = None
-    initial_args: dict[str, JsonValue] = Field(default_factory=dict)
+    initial_args: dict[str, Any] = Field(default_factory=dict)
 
 
 class TokenUsage(_Value):
@@ -38,10 +38,10 @@ class TokenUsage(_Value):
 
 class DodResult(_Value):
     index: int
-    check: dict[str, JsonValue]
+    check: dict[str, Any]
     passed: bool
     detail: str
-    evidence: JsonValue = None
+    evidence: Any = None
 
 
 class RunStarted(DomainEvent):
@@ -71,9 +71,9 @@ class ReceiptIssued(DomainEvent):
     session_id: str
     step_id: str
     tool: str
-    args: dict[str, JsonValue]
+    args: dict[str, Any]
     input_slot_refs: list[str]
-    output: JsonValue
+    output: Any
     output_sha256: str
     summary: str
     duration_ms: float

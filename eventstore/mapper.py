@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from eventsourcing.persistence import (
     JSONTranscoder,
     Mapper,
@@ -15,8 +13,6 @@ from eventsourcing.utils import get_topic, resolve_topic
 from domain.errors import PayloadTooLargeError
 from domain.events import DomainEvent
 
-_ENVELOPE_IDS = {"originator_id", "originator_version"}
-
 
 class PydanticMapper(Mapper[str]):
     def __init__(self, max_event_bytes: int) -> None:
@@ -25,7 +21,8 @@ class PydanticMapper(Mapper[str]):
 
     def to_stored_event(self, domain_event: object) -> StoredEvent:
         assert isinstance(domain_event, DomainEvent), type(domain_event)
-        state = domain_event.model_dump_json(exclude=_ENVELOPE_IDS).encode("utf-8")
+        # The whole event, ids included, so reading it back is one validate_json call.
+        state = domain_event.model_dump_json().encode("utf-8")
         if len(state) > self.max_event_bytes:
             raise PayloadTooLargeError(domain_event.type_name, len(state), self.max_event_bytes)
         return StoredEvent(
@@ -38,10 +35,12 @@ class PydanticMapper(Mapper[str]):
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEvent:
         try:
             cls = resolve_topic(stored_event.topic)
-            data = json.loads(stored_event.state)
-            data["originator_id"] = str(stored_event.originator_id)
-            data["originator_version"] = stored_event.originator_version
-            event = cls.model_validate(data)
+            event = cls.model_validate_json(stored_event.state)
+            if (event.originator_id, event.originator_version) != (
+                str(stored_event.originator_id),
+                stored_event.originator_version,
+            ):
+                raise ValueError("the record's id or version differs from the event's own")
         except Exception as exc:
             raise MapperDeserialisationError(
                 f"cannot read event {stored_event.originator_id} "
