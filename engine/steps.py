@@ -83,7 +83,9 @@ async def run_agent(ctx: Context, run: Run, step: AgentStep) -> AgentOutcome:
     started = time.perf_counter()
     timeout = agent_timeout()
     try:
-        response = await asyncio.wait_for(client.complete(request), timeout)
+        # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner directly.
+        async with asyncio.timeout(timeout):
+            response = await client.complete(request)
     except TimeoutError:
         raise ModelError(f"agent '{step.agent_archetype}' timed out after {timeout:g}s") from None
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
