@@ -144,3 +144,20 @@ class PayloadTooLargeError(ControlRoomError):
 
 class StoreConfigError(BadInputError):
     """CONTROLROOM_STORE names a store that cannot be used."""
+
+
+class ModelCallError(ModelError):
+    """One failed attempt at a model call, classified so the engine can decide to retry.
+
+    `kind` is one of: rate_limited, server_error, connection, timeout (retryable);
+    rejected (a 4xx other than 429), unusable (empty, cut off, malformed) (not retryable).
+    The message never contains a key: providers scrub it before raising.
+    """
+
+    RETRYABLE = frozenset({"rate_limited", "server_error", "connection", "timeout"})
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        self.kind = kind
+        self.status = status
+        self.retryable = kind in self.RETRYABLE
+        super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")

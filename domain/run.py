@@ -20,6 +20,7 @@ from domain.run_events import (
     AgentResponded,
     DodChecked,
     DodResult,
+    ModelAttemptFailed,
     ReceiptIssued,
     RoutingDecision,
     RunCancelled,
@@ -76,6 +77,20 @@ class AgentOutcome:
     summary: str
     usage: TokenUsage
     latency_ms: float
+    attempts: int = 1
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    attempt: int
+    provider: str
+    model: str
+    kind: str
+    status: int | None
+    message: str
+    will_retry: bool
+    retry_in_s: float
 
 
 def slot_value_of_text(text: str) -> Any:
@@ -199,6 +214,8 @@ class Run(Aggregate):
             output_sha256=outcome.output_sha256,
             usage=outcome.usage,
             latency_ms=outcome.latency_ms,
+            attempts=outcome.attempts,
+            cost_usd=outcome.cost_usd,
         )
         self._trigger(
             SlotWritten,
@@ -212,6 +229,22 @@ class Run(Aggregate):
         )
         self._finish_step(
             at, index, step, outcome.output_sha256, outcome.output, outcome.input_slot_refs
+        )
+
+    def record_model_attempt(self, at: datetime, failure: AttemptFailure) -> None:
+        _, step = self._expect_step(AgentStep)
+        self._trigger(
+            ModelAttemptFailed,
+            at,
+            step_id=step.step_id,
+            attempt=failure.attempt,
+            provider=failure.provider,
+            model=failure.model,
+            kind=failure.kind,
+            status=failure.status,
+            message=failure.message,
+            will_retry=failure.will_retry,
+            retry_in_s=failure.retry_in_s,
         )
 
     def fail_step(self, at: datetime, error_type: str, error: str) -> None:

@@ -94,6 +94,22 @@ class AgentResponded(DomainEvent):
     output_sha256: str
     usage: TokenUsage
     latency_ms: float
+    attempts: int = 1
+    cost_usd: float | None = None
+
+
+class ModelAttemptFailed(DomainEvent):
+    """One failed attempt at an agent's model call; `will_retry` says what happens next."""
+
+    step_id: str
+    attempt: int
+    provider: str
+    model: str
+    kind: str
+    status: int | None
+    message: str
+    will_retry: bool
+    retry_in_s: float
 
 
 class SlotWritten(DomainEvent):

@@ -46,7 +46,7 @@ class Context:
             tools=tools,
             prompts=prompts,
             catalog=catalog,
-            agents=agents or AgentDirectory.offline(),
+            agents=agents or AgentDirectory.for_workspace(workspace.root),
             clock=clock or SystemClock(),
             ids=ids or RandomIds(),
         )

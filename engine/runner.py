@@ -15,12 +15,14 @@ from domain.dod import evaluate_dod, failure_title
 from domain.errors import ControlRoomError, PayloadTooLargeError, RunConflictError, WorkspaceError
 from domain.issue import Issue, dod_issue_id
 from domain.recipe import ToolStep
-from domain.run import Run, RunStatus
+from domain.run import AttemptFailure, Run, RunStatus
 from engine.context import Context
 from engine.steps import run_agent, run_tool
 from eventstore.store import IntegrityError, Positioned
 
 Observer = Callable[[Sequence[Positioned]], None]
+#: Receives (run_id, step_id, text) as a streaming model generates; never stored.
+PartialSink = Callable[[str, str, str], None]
 
 
 def _ignore(_: Sequence[Positioned]) -> None:
@@ -28,9 +30,15 @@ def _ignore(_: Sequence[Positioned]) -> None:
 
 
 class StepRunner:
-    def __init__(self, ctx: Context, observer: Observer | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        observer: Observer | None = None,
+        on_partial: PartialSink | None = None,
+    ) -> None:
         self.ctx = ctx
         self.observer = observer or _ignore
+        self.on_partial = on_partial
 
     def save(self, run: Run) -> None:
         """Commit the run's pending events; another writer's commit first is a conflict."""
@@ -61,7 +69,9 @@ class StepRunner:
                     tool_outcome = run_tool(self.ctx, workspace, run, step)
                     run.complete_tool_step(self.ctx.clock.now(), tool_outcome)
                 else:
-                    outcome = await run_agent(self.ctx, run, step)
+                    outcome = await run_agent(
+                        self.ctx, run, step, self._attempt_recorder(run), self._partial_sink(run)
+                    )
                     run.complete_agent_step(self.ctx.clock.now(), outcome)
                 if run.next_step() is None:
                     self._check_dod(run)  # same commit as the last step
@@ -78,6 +88,20 @@ class StepRunner:
                 self.save(run)
         self.open_issues(run)
         return run
+
+    def _attempt_recorder(self, run: Run) -> Callable[[AttemptFailure], None]:
+        def record(failure: AttemptFailure) -> None:
+            # A rare path: a failed attempt is committed at once, so it is never lost.
+            run.record_model_attempt(self.ctx.clock.now(), failure)
+            self.save(run)
+
+        return record
+
+    def _partial_sink(self, run: Run) -> Callable[[str, str], None] | None:
+        if self.on_partial is None:
+            return None
+        sink = self.on_partial
+        return lambda step_id, text: sink(run.id, step_id, text)
 
     def _check_dod(self, run: Run) -> None:
         assert run.recipe is not None

@@ -21,7 +21,7 @@ from domain.router import route
 from domain.run import Run
 from domain.run_events import RoutingDecision, TaskSpec
 from engine.context import Context
-from engine.runner import Observer, StepRunner
+from engine.runner import Observer, PartialSink, StepRunner
 from eventstore.store import IntegrityError
 
 CANCEL_ATTEMPTS = 20
@@ -99,13 +99,20 @@ class RunService:
             raise RunNotFoundError(run_id)
         return run
 
-    async def execute(self, run: Run, observer: Observer | None = None) -> Run:
-        return await StepRunner(self.ctx, observer).execute(run)
+    async def execute(
+        self, run: Run, observer: Observer | None = None, on_partial: PartialSink | None = None
+    ) -> Run:
+        return await StepRunner(self.ctx, observer, on_partial).execute(run)
 
-    async def resume(self, run_id: str, observer: Observer | None = None) -> Run:
+    async def resume(
+        self,
+        run_id: str,
+        observer: Observer | None = None,
+        on_partial: PartialSink | None = None,
+    ) -> Run:
         """Continue an unfinished run from its events; a finished one only gets its issues."""
         run = self.load(run_id)
-        runner = StepRunner(self.ctx, observer)
+        runner = StepRunner(self.ctx, observer, on_partial)
         if run.is_finished:
             runner.open_issues(run)
             return run

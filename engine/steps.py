@@ -8,21 +8,23 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import JsonValue
 
 from domain.canonical import preview, sha256_json, sha256_text
-from domain.errors import ModelError
+from domain.errors import ModelCallError, ModelError
 from domain.recipe import AgentStep, Ref, ToolStep
 from domain.refs import resolve_ref
-from domain.run import AgentOutcome, Run, ToolOutcome
+from domain.run import AgentOutcome, AttemptFailure, Run, ToolOutcome
+from domain.run_events import TokenUsage
 from engine.context import Context
+from models.config import Price
 from models.port import ModelRequest
 from tools.workspace import Workspace
 
 AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
-DEFAULT_AGENT_TIMEOUT_S = 300.0
 
 
 def resolve_args(step: ToolStep, run: Run) -> tuple[dict[str, JsonValue], list[str]]:
@@ -56,17 +58,34 @@ def run_tool(ctx: Context, workspace: Workspace, run: Run, step: ToolStep) -> To
     )
 
 
-def agent_timeout() -> float:
-    raw = os.environ.get(AGENT_TIMEOUT_VAR, "").strip()
-    try:
-        return float(raw) if raw else DEFAULT_AGENT_TIMEOUT_S
-    except ValueError:
-        return DEFAULT_AGENT_TIMEOUT_S
+AttemptObserver = Callable[[AttemptFailure], None]
+PartialObserver = Callable[[str, str], None]  # (step_id, text)
 
 
-async def run_agent(ctx: Context, run: Run, step: AgentStep) -> AgentOutcome:
-    """Guarantee 5: the prompt is the template plus the step's input slots, nothing else."""
+def cost_of(price: Price | None, usage: TokenUsage) -> float | None:
+    if price is None:
+        return None
+    return round(
+        (usage.input_tokens * price.input_per_mtok + usage.output_tokens * price.output_per_mtok)
+        / 1_000_000,
+        6,
+    )
+
+
+async def run_agent(
+    ctx: Context,
+    run: Run,
+    step: AgentStep,
+    on_attempt_failed: AttemptObserver | None = None,
+    on_text: PartialObserver | None = None,
+) -> AgentOutcome:
+    """Guarantee 5: the prompt is the template plus the step's input slots, nothing else.
+
+    Retries (429, 5xx, connection errors, timeouts) are bounded with exponential backoff
+    and each failed attempt is reported; anything else fails the step at once.
+    """
     profile = ctx.agents.profile(step.agent_archetype)
+    policy = ctx.agents.provider_config(profile.provider)
     shown = {slot: run.slot_texts[slot] for slot in step.input_slots}
     rendered = ctx.prompts.render(step.prompt_type, profile.tier, run.task.description, shown)
     request = ModelRequest(
@@ -78,16 +97,45 @@ async def run_agent(ctx: Context, run: Run, step: AgentStep) -> AgentOutcome:
         prompt=rendered.text,
         inputs=rendered.inputs,
         task_description=run.task.description,
+        params=profile.params,
     )
     client = ctx.agents.client(profile.provider)
+    timeout = agent_timeout(policy.timeout_s)
+    sink = (lambda text: on_text(step.step_id, text)) if on_text else None
     started = time.perf_counter()
-    timeout = agent_timeout()
-    try:
-        # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner directly.
-        async with asyncio.timeout(timeout):
-            response = await client.complete(request)
-    except TimeoutError:
-        raise ModelError(f"agent '{step.agent_archetype}' timed out after {timeout:g}s") from None
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner.
+            async with asyncio.timeout(timeout):
+                response = await client.complete(request, sink)
+            break
+        except TimeoutError:
+            error = ModelCallError("timeout", f"no answer within {timeout:g}s")
+        except ModelCallError as exc:
+            error = exc
+        will_retry = error.retryable and attempt <= policy.max_retries
+        delay = policy.backoff_s * 2 ** (attempt - 1) if will_retry else 0.0
+        if on_attempt_failed is not None:
+            on_attempt_failed(
+                AttemptFailure(
+                    attempt=attempt,
+                    provider=profile.provider,
+                    model=profile.model,
+                    kind=error.kind,
+                    status=error.status,
+                    message=str(error),
+                    will_retry=will_retry,
+                    retry_in_s=delay,
+                )
+            )
+        if not will_retry:
+            raise ModelError(
+                f"agent '{step.agent_archetype}' ({profile.provider}/{profile.model}) failed "
+                f"after {attempt} attempt(s): {error}"
+            )
+        await asyncio.sleep(delay)
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     return AgentOutcome(
         agent_id=profile.agent_id,
@@ -102,4 +150,15 @@ async def run_agent(ctx: Context, run: Run, step: AgentStep) -> AgentOutcome:
         summary=preview(response.text),
         usage=response.usage,
         latency_ms=latency_ms,
+        attempts=attempt,
+        cost_usd=cost_of(policy.prices.get(profile.model), response.usage),
     )
+
+
+def agent_timeout(configured: float) -> float:
+    """The provider's timeout, unless CONTROLROOM_AGENT_TIMEOUT_S overrides it."""
+    raw = os.environ.get(AGENT_TIMEOUT_VAR, "").strip()
+    try:
+        return float(raw) if raw else configured
+    except ValueError:
+        return configured

@@ -1,21 +1,26 @@
-"""Which agent, tier, provider and model serve each archetype.
+"""Which agent, tier, provider and model serve each archetype, and the clients that call them.
 
-This version knows the `offline` provider only; the tier comes from
-`CONTROLROOM_TIER` (t1, t3 or t5; default t3). Every resolution is explicit, and an
-archetype no provider can serve is a configuration error before the run starts.
+Resolution is explicit: a role's entry in models.json (or an environment override), else
+the configured default. A role that cannot be served (unknown provider, missing key,
+missing extra) is a configuration error before the run starts, never a silent fallback.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from domain.errors import ModelConfigError
-from models.offline import OFFLINE_MODEL, OfflineModel
+from models.config import (
+    ModelChoice,
+    ModelsConfig,
+    ProviderConfig,
+    load_models_config,
+    role_config,
+)
 from models.port import ModelClient
-
-TIER_VAR = "CONTROLROOM_TIER"
 
 
 @dataclass(frozen=True)
@@ -25,36 +30,65 @@ class AgentProfile:
     tier: str
     provider: str
     model: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    escalation: tuple[ModelChoice, ...] = ()
+
+
+def make_client(provider: str, config: ProviderConfig) -> ModelClient:
+    if config.type == "offline":
+        from models.offline import OfflineModel
+
+        return OfflineModel.from_env()
+    if config.type == "openai":
+        from models.openai_compat import OpenAICompatibleModel
+
+        return OpenAICompatibleModel(provider, config)
+    from models.anthropic_api import AnthropicModel
+
+    return AnthropicModel(provider, config)
 
 
 class AgentDirectory:
-    def __init__(self, clients: Mapping[str, ModelClient], tier: str | None = None) -> None:
-        self.clients = dict(clients)
-        self.tier = tier or os.environ.get(TIER_VAR, "t3").strip() or "t3"
-        if self.tier not in ("t1", "t3", "t5"):
-            raise ModelConfigError(f"{TIER_VAR}='{self.tier}' is not one of t1, t3, t5")
+    def __init__(
+        self, config: ModelsConfig | None = None, clients: Mapping[str, ModelClient] | None = None
+    ) -> None:
+        self.config = config or ModelsConfig()
+        self._clients: dict[str, ModelClient] = dict(clients or {})
 
     @classmethod
-    def offline(cls, tier: str | None = None) -> AgentDirectory:
-        return cls({"offline": OfflineModel.from_env()}, tier)
+    def for_workspace(cls, workspace: Path | None) -> AgentDirectory:
+        return cls(load_models_config(workspace))
+
+    @classmethod
+    def offline(cls) -> AgentDirectory:
+        return cls(ModelsConfig())
 
     def profile(self, archetype: str) -> AgentProfile:
-        if "offline" not in self.clients:
-            raise ModelConfigError(f"no model is configured for agent '{archetype}'")
+        role = role_config(self.config, archetype)
         return AgentProfile(
             agent_id=f"{archetype}-001",
             archetype=archetype,
-            tier=self.tier,
-            provider="offline",
-            model=OFFLINE_MODEL,
+            tier=role.tier,
+            provider=role.provider,
+            model=role.model,
+            params=dict(role.params),
+            escalation=tuple(role.escalation),
         )
 
-    def check(self, archetypes: Iterable[str]) -> dict[str, AgentProfile]:
-        """Resolve every archetype a recipe needs, or fail before anything is recorded."""
-        return {a: self.profile(a) for a in archetypes}
-
-    def client(self, provider: str) -> ModelClient:
+    def provider_config(self, provider: str) -> ProviderConfig:
         try:
-            return self.clients[provider]
+            return self.config.all_providers()[provider]
         except KeyError:
             raise ModelConfigError(f"provider '{provider}' is not configured") from None
+
+    def check(self, archetypes: Iterable[str]) -> dict[str, AgentProfile]:
+        """Resolve every archetype a recipe needs and build its client, or fail now."""
+        profiles = {a: self.profile(a) for a in sorted(set(archetypes))}
+        for profile in profiles.values():
+            self.client(profile.provider)
+        return profiles
+
+    def client(self, provider: str) -> ModelClient:
+        if provider not in self._clients:
+            self._clients[provider] = make_client(provider, self.provider_config(provider))
+        return self._clients[provider]

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from domain.errors import ModelConfigError, ModelError
 from domain.run_events import TokenUsage
 from models import offline_roles
-from models.port import ModelRequest, ModelResponse
+from models.config import OFFLINE_MODEL
+from models.port import ModelRequest, ModelResponse, TextSink
 
-OFFLINE_MODEL = "offline-deterministic-1"
 LATENCY_VAR = "CONTROLROOM_OFFLINE_LATENCY_MS"
 
 Handler = Callable[[str, list[tuple[str, str]]], str]
@@ -43,7 +43,9 @@ class OfflineModel:
             raise ModelConfigError(f"{LATENCY_VAR}='{raw}' is not a number") from None
         return cls(max(0.0, latency))
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_text: TextSink | None = None
+    ) -> ModelResponse:
         if request.model != OFFLINE_MODEL:
             raise ModelConfigError(
                 f"offline provider serves model '{OFFLINE_MODEL}', not '{request.model}'"
@@ -58,6 +60,9 @@ class OfflineModel:
         text = handler(request.task_description, list(request.inputs.items()))
         if not text.strip():
             raise ModelError(f"offline model produced no output for '{request.prompt_type}'")
+        if on_text is not None:
+            for paragraph in text.split("\n\n"):  # streamed a paragraph at a time
+                on_text(paragraph + "\n\n")
         usage = TokenUsage(
             input_tokens=approx_tokens(request.prompt), output_tokens=approx_tokens(text)
         )

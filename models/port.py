@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from domain.run_events import TokenUsage
+
+#: Receives partial output as a streaming provider generates it.
+TextSink = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,8 @@ class ModelRequest:
     #: The text each input slot contributed to the prompt (what the agent was shown).
     inputs: Mapping[str, str] = field(default_factory=dict)
     task_description: str = ""
+    #: Provider parameters from the role's configuration (temperature, max_tokens, ...).
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -29,8 +34,21 @@ class ModelResponse:
 
 
 class ModelClient(Protocol):
-    """Phase B agents run without tools: one prompt in, one text out."""
+    """Phase B agents run without tools: one prompt in, one text out.
+
+    Providers raise `ModelCallError` for a failed attempt; retries are the engine's.
+    """
 
     provider: str
 
-    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+    async def complete(
+        self, request: ModelRequest, on_text: TextSink | None = None
+    ) -> ModelResponse: ...
+
+
+def scrub(text: str, *secrets: str | None) -> str:
+    """Remove every secret from a message before it can reach an event, a log or the API."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text[:2000]

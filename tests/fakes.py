@@ -21,11 +21,11 @@ class RecordingModel:
         self.fail_on_call = fail_on_call
         self.failure = failure or ModelError("scripted model failure")
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, on_text: Any = None) -> ModelResponse:
         self.requests.append(request)
         if self.fail_on_call is not None and len(self.requests) == self.fail_on_call:
             raise self.failure
-        return await self.inner.complete(request)
+        return await self.inner.complete(request, on_text)
 
 
 class CountingStore(EventStore):

@@ -36,7 +36,7 @@ class Untouchable:
     def new(self, prefix: str) -> str:
         raise AssertionError("replay made an id")
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, on_text: Any = None) -> ModelResponse:
         raise AssertionError("replay called a model")
 
 
@@ -64,7 +64,11 @@ def test_replay_calls_no_tool_model_or_clock(workspace: Path) -> None:
     guard = Untouchable()
     tools = ToolRegistry([untouchable_tool(name) for name in ToolRegistry.default().names()])
     ctx = Context.open(
-        workspace, agents=AgentDirectory({"offline": guard}), tools=tools, clock=guard, ids=guard
+        workspace,
+        agents=AgentDirectory(clients={"offline": guard}),
+        tools=tools,
+        clock=guard,
+        ids=guard,
     )
     view = replay(ctx.store, run_id)
     assert view.run["status"] == "done" and len(view.steps) == 8

@@ -49,7 +49,7 @@ def run_to_end(service: RunService, task: str, **args: object) -> Run:
 
 
 def open_ctx(workspace: Path, model: RecordingModel | None = None) -> Context:
-    agents = AgentDirectory({"offline": model or RecordingModel()})
+    agents = AgentDirectory(clients={"offline": model or RecordingModel()})
     return Context.open(workspace, store=CountingStore(env=store_env(workspace)), agents=agents)
 
 

@@ -1,0 +1,84 @@
+"""Anthropic's Messages API. Needs the `anthropic` extra; the engine does the retrying."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.errors import ModelCallError, ModelConfigError
+from domain.run_events import TokenUsage
+from models.config import ProviderConfig
+from models.keys import api_key
+from models.port import ModelRequest, ModelResponse, TextSink, scrub
+
+DEFAULT_MAX_TOKENS = 4096
+
+
+class AnthropicModel:
+    def __init__(self, provider: str, config: ProviderConfig) -> None:
+        try:
+            import anthropic
+        except ImportError:
+            raise ModelConfigError(
+                f"provider '{provider}' needs the Anthropic client: "
+                "pip install 'controlroom[anthropic]'"
+            ) from None
+        self.provider = provider
+        self._sdk = anthropic
+        self._key = api_key(provider, config)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=self._key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0
+        )
+
+    async def complete(
+        self, request: ModelRequest, on_text: TextSink | None = None
+    ) -> ModelResponse:
+        sdk = self._sdk
+        params: dict[str, Any] = dict(request.params)
+        max_tokens = int(params.pop("max_tokens", DEFAULT_MAX_TOKENS))
+        parts: list[str] = []
+        stop: str | None = None
+        input_tokens = output_tokens = 0
+        try:
+            stream = await self._client.messages.create(
+                model=request.model,
+                max_tokens=max_tokens,
+                messages=[{"role": "user", "content": request.prompt}],
+                stream=True,
+                **params,
+            )
+            async for event in stream:
+                if event.type == "message_start":
+                    input_tokens = event.message.usage.input_tokens or 0
+                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                    parts.append(event.delta.text)
+                    if on_text is not None:
+                        on_text(event.delta.text)
+                elif event.type == "message_delta":
+                    stop = event.delta.stop_reason
+                    output_tokens = event.usage.output_tokens or output_tokens
+        except sdk.RateLimitError as exc:
+            raise self._error("rate_limited", exc, exc.status_code) from None
+        except sdk.APIStatusError as exc:
+            kind = "server_error" if exc.status_code >= 500 else "rejected"
+            raise self._error(kind, exc, exc.status_code) from None
+        except sdk.APITimeoutError as exc:
+            raise self._error("timeout", exc) from None
+        except sdk.APIConnectionError as exc:
+            raise self._error("connection", exc) from None
+        except (sdk.APIError, ValueError, TypeError, AttributeError) as exc:
+            raise self._error("unusable", exc, note="malformed response: ") from None
+        text = "".join(parts)
+        if stop == "max_tokens":
+            raise ModelCallError(
+                "unusable", "the reply was cut off at the token limit (stop_reason=max_tokens)"
+            )
+        if not text.strip():
+            raise ModelCallError("unusable", "the reply was empty")
+        return ModelResponse(
+            text, TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens)
+        )
+
+    def _error(
+        self, kind: str, exc: Exception, status: int | None = None, note: str = ""
+    ) -> ModelCallError:
+        return ModelCallError(kind, note + scrub(str(exc) or type(exc).__name__, self._key), status)

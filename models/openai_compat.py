@@ -1,0 +1,92 @@
+"""OpenAI-compatible chat completions: OpenAI itself, vLLM, Ollama, llama.cpp servers.
+
+Needs the `openai` extra. The SDK's own retries are off: the engine retries, and records
+every attempt as an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.errors import ModelCallError, ModelConfigError
+from domain.run_events import TokenUsage
+from models.config import ProviderConfig
+from models.keys import api_key
+from models.offline import approx_tokens
+from models.port import ModelRequest, ModelResponse, TextSink, scrub
+
+
+class OpenAICompatibleModel:
+    def __init__(self, provider: str, config: ProviderConfig) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ModelConfigError(
+                f"provider '{provider}' needs the OpenAI client: pip install 'controlroom[openai]'"
+            ) from None
+        self.provider = provider
+        self._sdk = openai
+        self._key = api_key(provider, config)
+        self._client = openai.AsyncOpenAI(
+            api_key=self._key or "unused",
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    async def complete(
+        self, request: ModelRequest, on_text: TextSink | None = None
+    ) -> ModelResponse:
+        sdk = self._sdk
+        parts: list[str] = []
+        finish: str | None = None
+        usage: Any = None
+        try:
+            stream = await self._client.chat.completions.create(
+                model=request.model,
+                messages=[{"role": "user", "content": request.prompt}],
+                stream=True,
+                stream_options={"include_usage": True},
+                **dict(request.params),
+            )
+            async for chunk in stream:
+                if getattr(chunk, "usage", None):
+                    usage = chunk.usage
+                for choice in chunk.choices or []:
+                    text = choice.delta.content if choice.delta else None
+                    if text:
+                        parts.append(text)
+                        if on_text is not None:
+                            on_text(text)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except sdk.RateLimitError as exc:
+            raise self._error("rate_limited", exc, exc.status_code) from None
+        except sdk.APIStatusError as exc:
+            kind = "server_error" if exc.status_code >= 500 else "rejected"
+            raise self._error(kind, exc, exc.status_code) from None
+        except sdk.APITimeoutError as exc:
+            raise self._error("timeout", exc) from None
+        except sdk.APIConnectionError as exc:
+            raise self._error("connection", exc) from None
+        except (sdk.APIError, ValueError, TypeError, AttributeError) as exc:
+            raise self._error("unusable", exc, note="malformed response: ") from None
+        text = "".join(parts)
+        if finish == "length":
+            raise ModelCallError(
+                "unusable", "the reply was cut off at the token limit (finish_reason=length)"
+            )
+        if not text.strip():
+            raise ModelCallError("unusable", "the reply was empty")
+        return ModelResponse(
+            text,
+            TokenUsage(
+                input_tokens=getattr(usage, "prompt_tokens", None) or approx_tokens(request.prompt),
+                output_tokens=getattr(usage, "completion_tokens", None) or approx_tokens(text),
+            ),
+        )
+
+    def _error(
+        self, kind: str, exc: Exception, status: int | None = None, note: str = ""
+    ) -> ModelCallError:
+        return ModelCallError(kind, note + scrub(str(exc) or type(exc).__name__, self._key), status)
