@@ -1,9 +1,13 @@
 """One reader of the event log for every SSE subscriber in this process.
 
-Each new event is read from the store, decoded and formatted once, then kept in a bounded
+Each new event is read from the store, decoded and encoded once, then kept in a bounded
 in-memory window that every subscriber filters. A subscriber that asks for positions
-older than the window reads them from the store first, then joins the window. This keeps
-delivery cost flat as subscribers are added.
+older than the window reads them from the store first, then joins the window, so
+delivery cost stays flat as subscribers are added.
+
+The window also carries transient messages (a model's partial output as it streams).
+They have no position and are never stored: a client that reconnects gets every stored
+event it missed, but not the partial text that streamed while it was away.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import asyncio
 import contextlib
 import json
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -26,16 +30,10 @@ SEPARATOR = EventSourceResponse.DEFAULT_SEPARATOR
 
 @dataclass(frozen=True)
 class Delivery:
-    item: Positioned
-    #: The SSE message, encoded once for every subscriber.
-    message: bytes
-
-
-def encode_message(item: Positioned) -> bytes:
-    fields = format_message(item)
-    return ServerSentEvent(
-        data=fields["data"], event=fields["event"], id=fields["id"], sep=SEPARATOR
-    ).encode()
+    seq: int  # order in this process's window, stored and transient alike
+    run_id: str
+    item: Positioned | None  # None for a transient message
+    message: bytes  # the SSE message, encoded once for every subscriber
 
 
 def format_message(item: Positioned) -> dict[str, str]:
@@ -55,12 +53,20 @@ def format_message(item: Positioned) -> dict[str, str]:
     }
 
 
+def encode_message(item: Positioned) -> bytes:
+    fields = format_message(item)
+    return ServerSentEvent(
+        data=fields["data"], event=fields["event"], id=fields["id"], sep=SEPARATOR
+    ).encode()
+
+
 class EventHub:
     def __init__(self, store: EventStore, notifier: LogNotifier) -> None:
         self.store = store
         self.notifier = notifier
         self.window: deque[Delivery] = deque(maxlen=WINDOW)
         self.head = store.max_position()  # the window starts at the log's end
+        self.seq = 0
         self._published = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -73,16 +79,30 @@ class EventHub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def _read_new(self) -> bool:
+    def publish_partial(self, run_id: str, step_id: str, text: str) -> None:
+        """A transient `partial` message: streamed model output, never stored."""
+        data = json.dumps({"run_id": run_id, "step_id": step_id, "text": text}, ensure_ascii=False)
+        self._append(
+            [(run_id, None, ServerSentEvent(data=data, event="partial", sep=SEPARATOR).encode())]
+        )
+
+    def _append(self, entries: Sequence[tuple[str, Positioned | None, bytes]]) -> None:
+        for run_id, item, message in entries:
+            self.seq += 1
+            self.window.append(Delivery(self.seq, run_id, item, message))
+        published, self._published = self._published, asyncio.Event()
+        published.set()
+
+    def _read_new(self) -> None:
         fresh = [
-            Delivery(item, encode_message(item)) for item in self.store.read_log(after=self.head)
+            (item.event.originator_id, item, encode_message(item))
+            for item in self.store.read_log(after=self.head)
         ]
         if fresh:
-            self.window.extend(fresh)
-            self.head = fresh[-1].item.position
-            published, self._published = self._published, asyncio.Event()
-            published.set()
-        return bool(fresh)
+            last = fresh[-1][1]
+            assert last is not None
+            self.head = last.position
+            self._append(fresh)
 
     async def _read_forever(self) -> None:
         while True:
@@ -90,23 +110,43 @@ class EventHub:
             self._read_new()
             await self.notifier.wait(seen)
 
+    def _oldest_stored(self) -> int:
+        for delivery in self.window:
+            if delivery.item is not None:
+                return delivery.item.position
+        return self.head + 1
+
     async def deliveries(self, after: int) -> AsyncIterator[Delivery]:
-        """Every event after `after`, in order, forever; the caller stops iterating."""
-        cursor = after
+        """Every stored event after position `after`, in order, with the transient messages
+        published meanwhile; forever, until the caller stops iterating."""
+        cursor = after  # the last stored position delivered
+        seq: int | None = None  # the last window entry delivered, once joined
         while True:
-            oldest = self.window[0].item.position if self.window else self.head + 1
-            if cursor < oldest - 1:
-                # Older than the window: from the store, up to where the window begins.
+            oldest = self._oldest_stored()
+            window_lost_us = seq is not None and self.window and self.window[0].seq > seq + 1
+            if window_lost_us or (seq is None and cursor < oldest - 1):
+                seq = None  # too far behind the window: read the gap from the store
                 for item in self.store.read_log(after=cursor):
                     if item.position >= oldest:
                         break
                     cursor = item.position
-                    yield Delivery(item, encode_message(item))
+                    yield Delivery(0, item.event.originator_id, item, encode_message(item))
                 continue
+            if seq is None:  # join after the last stored event this subscriber has
+                seq = next(
+                    (
+                        d.seq - 1
+                        for d in self.window
+                        if d.item is not None and d.item.position > cursor
+                    ),
+                    self.seq,
+                )
             waiter = self._published
             for delivery in list(self.window):
-                if delivery.item.position > cursor:
-                    cursor = delivery.item.position
+                if delivery.seq > seq:
+                    seq = delivery.seq
+                    if delivery.item is not None:
+                        cursor = delivery.item.position
                     yield delivery
-            if cursor >= self.head:
+            if seq >= self.seq:
                 await waiter.wait()

@@ -80,9 +80,9 @@ class Server:
             async with self._slots:
                 try:
                     if resume or run is None:
-                        await self.service.resume(run_id, self.observe)
+                        await self.service.resume(run_id, self.observe, self.hub.publish_partial)
                     else:
-                        await self.service.execute(run, self.observe)
+                        await self.service.execute(run, self.observe, self.hub.publish_partial)
                 except ControlRoomError as exc:
                     log.warning("run %s stopped: %s", run_id, exc)
                 finally:

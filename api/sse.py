@@ -34,6 +34,7 @@ async def follow(
     wanted: Filter,
     ends: Filter,
     finished: Callable[[], bool] = lambda: False,
+    wants_partials: Callable[[str], bool] = lambda run_id: False,
 ) -> AsyncIterator[bytes]:
     if finished():
         # A finished run's feed is all history: read it and end, no waiting.
@@ -44,7 +45,10 @@ async def follow(
                     return
         return
     async for delivery in server.hub.deliveries(after):
-        if wanted(delivery.item):
+        if delivery.item is None:
+            if wants_partials(delivery.run_id):
+                yield delivery.message
+        elif wanted(delivery.item):
             yield delivery.message
             if ends(delivery.item):
                 return
@@ -68,7 +72,17 @@ def run_stream(server: Server, request: Request, run_id: str) -> EventSourceResp
         view = server.read_views().run(run_id)
         return view is not None and view.run["status"] in ("done", "failed", "cancelled")
 
-    return stream(follow(server, request, after, wanted, ends, finished))
+    return stream(
+        follow(
+            server,
+            request,
+            after,
+            wanted,
+            ends,
+            finished,
+            lambda partial_run: partial_run == run_id,
+        )
+    )
 
 
 def log_stream(server: Server, request: Request) -> EventSourceResponse:
@@ -81,4 +95,9 @@ def log_stream(server: Server, request: Request) -> EventSourceResponse:
             not types or item.event.type_name in types
         )
 
-    return stream(follow(server, request, after, wanted, lambda _: False))
+    def wants_partials(partial_run: str) -> bool:
+        return (run_id is None or partial_run == run_id) and (not types or "partial" in types)
+
+    return stream(
+        follow(server, request, after, wanted, lambda _: False, wants_partials=wants_partials)
+    )
