@@ -121,6 +121,45 @@ def cmd_export(ns: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
+def cmd_models(ns: argparse.Namespace) -> int:
+    from models.agents import AgentDirectory
+    from models.config import config_path, render_schema
+
+    if ns.action == "schema":
+        print(render_schema(), end="")
+        return EXIT_DONE
+    catalog, _, _ = _catalog(ns)
+    workspace = Path(ns.workspace)
+    agents = AgentDirectory.for_workspace(workspace)
+    roles = sorted(
+        {s.agent_archetype for r in catalog.recipes() for s in r.phase_b} | set(agents.config.roles)
+    )
+    source = config_path(workspace)
+    rows = []
+    for role in roles:
+        profile = agents.check([role])[role]  # raises a clear error for any role it cannot serve
+        provider = agents.provider_config(profile.provider)
+        rows.append(
+            {
+                "role": role,
+                "tier": profile.tier,
+                "provider": profile.provider,
+                "type": provider.type,
+                "model": profile.model,
+                "params": dict(profile.params),
+                "escalation": [f"{c.provider}:{c.model}" for c in profile.escalation],
+            }
+        )
+    if ns.json:
+        _emit_json(rows)
+        return EXIT_DONE
+    print(f"models config: {source if source.is_file() else '(none: every role offline)'}")
+    for r in rows:
+        chain = f"  then {', '.join(r['escalation'])}" if r["escalation"] else ""
+        print(f"  {r['role']:<12} {r['tier']}  {r['provider']} ({r['type']}) / {r['model']}{chain}")
+    return EXIT_DONE
+
+
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -477,6 +516,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("models", parents=[common], help="check which model serves each role")
+    p.add_argument("action", choices=["check", "schema"])
+    p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("projections", parents=[common], help="rebuild the read models")
     p.add_argument("action", choices=["rebuild"])

@@ -25,8 +25,16 @@ class AnthropicModel:
         self.provider = provider
         self._sdk = anthropic
         self._key = api_key(provider, config)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=self._key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0
+        self._config = config
+
+    def _client(self) -> Any:
+        # One client per call, closed after it: its connections belong to one event loop,
+        # and a run may be resumed on another.
+        return self._sdk.AsyncAnthropic(
+            api_key=self._key,
+            base_url=self._config.base_url,
+            timeout=self._config.timeout_s,
+            max_retries=0,
         )
 
     async def complete(
@@ -36,26 +44,17 @@ class AnthropicModel:
         params: dict[str, Any] = dict(request.params)
         max_tokens = int(params.pop("max_tokens", DEFAULT_MAX_TOKENS))
         parts: list[str] = []
-        stop: str | None = None
-        input_tokens = output_tokens = 0
         try:
-            stream = await self._client.messages.create(
-                model=request.model,
-                max_tokens=max_tokens,
-                messages=[{"role": "user", "content": request.prompt}],
-                stream=True,
-                **params,
-            )
-            async for event in stream:
-                if event.type == "message_start":
-                    input_tokens = event.message.usage.input_tokens or 0
-                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
-                    parts.append(event.delta.text)
-                    if on_text is not None:
-                        on_text(event.delta.text)
-                elif event.type == "message_delta":
-                    stop = event.delta.stop_reason
-                    output_tokens = event.usage.output_tokens or output_tokens
+            async with self._client() as client:
+                stream = await client.messages.create(
+                    model=request.model,
+                    max_tokens=max_tokens,
+                    messages=[{"role": "user", "content": request.prompt}],
+                    stream=True,
+                    # Passed through as given (temperature, top_k, ...).
+                    extra_body=params,
+                )
+                input_tokens, output_tokens, stop = await self._read(stream, parts, on_text)
         except sdk.RateLimitError as exc:
             raise self._error("rate_limited", exc, exc.status_code) from None
         except sdk.APIStatusError as exc:
@@ -65,7 +64,7 @@ class AnthropicModel:
             raise self._error("timeout", exc) from None
         except sdk.APIConnectionError as exc:
             raise self._error("connection", exc) from None
-        except (sdk.APIError, ValueError, TypeError, AttributeError) as exc:
+        except (sdk.APIError, ValueError) as exc:  # ValueError: undecodable JSON
             raise self._error("unusable", exc, note="malformed response: ") from None
         text = "".join(parts)
         if stop == "max_tokens":
@@ -78,7 +77,25 @@ class AnthropicModel:
             text, TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens)
         )
 
+    async def _read(
+        self, stream: Any, parts: list[str], on_text: TextSink | None
+    ) -> tuple[int, int, str | None]:
+        input_tokens = output_tokens = 0
+        stop: str | None = None
+        async for event in stream:
+            if event.type == "message_start":
+                input_tokens = event.message.usage.input_tokens or 0
+            elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                parts.append(event.delta.text)
+                if on_text is not None:
+                    on_text(event.delta.text)
+            elif event.type == "message_delta":
+                stop = event.delta.stop_reason
+                output_tokens = event.usage.output_tokens or output_tokens
+        return input_tokens, output_tokens, stop
+
     def _error(
         self, kind: str, exc: Exception, status: int | None = None, note: str = ""
     ) -> ModelCallError:
-        return ModelCallError(kind, note + scrub(str(exc) or type(exc).__name__, self._key), status)
+        message = note + scrub(str(exc) or type(exc).__name__, self._key)
+        return ModelCallError(kind, message, status)

@@ -27,10 +27,15 @@ class OpenAICompatibleModel:
         self.provider = provider
         self._sdk = openai
         self._key = api_key(provider, config)
-        self._client = openai.AsyncOpenAI(
+        self._config = config
+
+    def _client(self) -> Any:
+        # One client per call, closed after it: an SDK client's connections belong to the
+        # event loop that opened them, and a run may be resumed on another loop.
+        return self._sdk.AsyncOpenAI(
             api_key=self._key or "unused",
-            base_url=config.base_url,
-            timeout=config.timeout_s,
+            base_url=self._config.base_url,
+            timeout=self._config.timeout_s,
             max_retries=0,
         )
 
@@ -38,28 +43,17 @@ class OpenAICompatibleModel:
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
         sdk = self._sdk
-        parts: list[str] = []
-        finish: str | None = None
-        usage: Any = None
         try:
-            stream = await self._client.chat.completions.create(
-                model=request.model,
-                messages=[{"role": "user", "content": request.prompt}],
-                stream=True,
-                stream_options={"include_usage": True},
-                **dict(request.params),
-            )
-            async for chunk in stream:
-                if getattr(chunk, "usage", None):
-                    usage = chunk.usage
-                for choice in chunk.choices or []:
-                    text = choice.delta.content if choice.delta else None
-                    if text:
-                        parts.append(text)
-                        if on_text is not None:
-                            on_text(text)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+            async with self._client() as client:
+                stream = await client.chat.completions.create(
+                    model=request.model,
+                    messages=[{"role": "user", "content": request.prompt}],
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    # Passed through as given: servers differ in what they accept.
+                    extra_body=dict(request.params),
+                )
+                parts, finish, usage = await self._read(stream, on_text)
         except sdk.RateLimitError as exc:
             raise self._error("rate_limited", exc, exc.status_code) from None
         except sdk.APIStatusError as exc:
@@ -69,7 +63,7 @@ class OpenAICompatibleModel:
             raise self._error("timeout", exc) from None
         except sdk.APIConnectionError as exc:
             raise self._error("connection", exc) from None
-        except (sdk.APIError, ValueError, TypeError, AttributeError) as exc:
+        except (sdk.APIError, ValueError) as exc:  # ValueError: undecodable JSON
             raise self._error("unusable", exc, note="malformed response: ") from None
         text = "".join(parts)
         if finish == "length":
@@ -86,7 +80,27 @@ class OpenAICompatibleModel:
             ),
         )
 
+    async def _read(
+        self, stream: Any, on_text: TextSink | None
+    ) -> tuple[list[str], str | None, Any]:
+        parts: list[str] = []
+        finish: str | None = None
+        usage: Any = None
+        async for chunk in stream:
+            if getattr(chunk, "usage", None):
+                usage = chunk.usage
+            for choice in chunk.choices or []:
+                text = choice.delta.content if choice.delta else None
+                if text:
+                    parts.append(text)
+                    if on_text is not None:
+                        on_text(text)
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        return parts, finish, usage
+
     def _error(
         self, kind: str, exc: Exception, status: int | None = None, note: str = ""
     ) -> ModelCallError:
-        return ModelCallError(kind, note + scrub(str(exc) or type(exc).__name__, self._key), status)
+        message = note + scrub(str(exc) or type(exc).__name__, self._key)
+        return ModelCallError(kind, message, status)

@@ -262,8 +262,7 @@ def test_partial_output_streams_live_but_is_never_stored(
 ) -> None:
     monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", "150")
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
-        run_id = client.post("/api/runs", json={"recipe_id": "structural_outline"}).json()[
-            "run_id"]
+        run_id = client.post("/api/runs", json={"recipe_id": "structural_outline"}).json()["run_id"]
         live = read_sse(client, f"/api/runs/{run_id}/events")
         partials = [m for m in live if m["event"] == "partial"]
         assert partials and all("id" not in m for m in partials)
@@ -273,6 +272,7 @@ def test_partial_output_streams_live_but_is_never_stored(
         replayed = read_sse(client, f"/api/runs/{run_id}/events")  # finished: history only
         assert replayed == stored
         outline_plan = client.get(f"/api/runs/{run_id}/cache/outline_plan").json()["text"]
-        streamed = "".join(m["data"]["text"] for m in partials
-                           if m["data"]["step_id"] == "restructure")
+        streamed = "".join(
+            m["data"]["text"] for m in partials if m["data"]["step_id"] == "restructure"
+        )
         assert streamed.strip() == outline_plan.strip()
