@@ -8,7 +8,8 @@ from domain.errors import ModelCallError, ModelConfigError
 from domain.run_events import TokenUsage
 from models.config import ProviderConfig
 from models.keys import api_key
-from models.port import ModelRequest, ModelResponse, TextSink, scrub
+from models.port import ModelRequest, ModelResponse, TextSink
+from models.sdk_errors import translated
 
 DEFAULT_MAX_TOKENS = 4096
 
@@ -40,11 +41,10 @@ class AnthropicModel:
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
-        sdk = self._sdk
         params: dict[str, Any] = dict(request.params)
         max_tokens = int(params.pop("max_tokens", DEFAULT_MAX_TOKENS))
         parts: list[str] = []
-        try:
+        with translated(self._sdk, self._key):
             async with self._client() as client:
                 stream = await client.messages.create(
                     model=request.model,
@@ -55,17 +55,6 @@ class AnthropicModel:
                     extra_body=params,
                 )
                 input_tokens, output_tokens, stop = await self._read(stream, parts, on_text)
-        except sdk.RateLimitError as exc:
-            raise self._error("rate_limited", exc, exc.status_code) from None
-        except sdk.APIStatusError as exc:
-            kind = "server_error" if exc.status_code >= 500 else "rejected"
-            raise self._error(kind, exc, exc.status_code) from None
-        except sdk.APITimeoutError as exc:
-            raise self._error("timeout", exc) from None
-        except sdk.APIConnectionError as exc:
-            raise self._error("connection", exc) from None
-        except (sdk.APIError, ValueError) as exc:  # ValueError: undecodable JSON
-            raise self._error("unusable", exc, note="malformed response: ") from None
         text = "".join(parts)
         if stop == "max_tokens":
             raise ModelCallError(
@@ -93,9 +82,3 @@ class AnthropicModel:
                 stop = event.delta.stop_reason
                 output_tokens = event.usage.output_tokens or output_tokens
         return input_tokens, output_tokens, stop
-
-    def _error(
-        self, kind: str, exc: Exception, status: int | None = None, note: str = ""
-    ) -> ModelCallError:
-        message = note + scrub(str(exc) or type(exc).__name__, self._key)
-        return ModelCallError(kind, message, status)

@@ -13,7 +13,8 @@ from domain.run_events import TokenUsage
 from models.config import ProviderConfig
 from models.keys import api_key
 from models.offline import approx_tokens
-from models.port import ModelRequest, ModelResponse, TextSink, scrub
+from models.port import ModelRequest, ModelResponse, TextSink
+from models.sdk_errors import translated
 
 
 class OpenAICompatibleModel:
@@ -42,8 +43,7 @@ class OpenAICompatibleModel:
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
-        sdk = self._sdk
-        try:
+        with translated(self._sdk, self._key):
             async with self._client() as client:
                 stream = await client.chat.completions.create(
                     model=request.model,
@@ -54,17 +54,6 @@ class OpenAICompatibleModel:
                     extra_body=dict(request.params),
                 )
                 parts, finish, usage = await self._read(stream, on_text)
-        except sdk.RateLimitError as exc:
-            raise self._error("rate_limited", exc, exc.status_code) from None
-        except sdk.APIStatusError as exc:
-            kind = "server_error" if exc.status_code >= 500 else "rejected"
-            raise self._error(kind, exc, exc.status_code) from None
-        except sdk.APITimeoutError as exc:
-            raise self._error("timeout", exc) from None
-        except sdk.APIConnectionError as exc:
-            raise self._error("connection", exc) from None
-        except (sdk.APIError, ValueError) as exc:  # ValueError: undecodable JSON
-            raise self._error("unusable", exc, note="malformed response: ") from None
         text = "".join(parts)
         if finish == "length":
             raise ModelCallError(
@@ -98,9 +87,3 @@ class OpenAICompatibleModel:
                 if choice.finish_reason:
                     finish = choice.finish_reason
         return parts, finish, usage
-
-    def _error(
-        self, kind: str, exc: Exception, status: int | None = None, note: str = ""
-    ) -> ModelCallError:
-        message = note + scrub(str(exc) or type(exc).__name__, self._key)
-        return ModelCallError(kind, message, status)

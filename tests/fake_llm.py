@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.live import serve_app
 
 REPLY = "Kael waited on the wall. The bell was silent, and the tunnel door stood open."
 
@@ -180,20 +179,5 @@ def anthropic_app(script: Script) -> Starlette:
     return Starlette(routes=[Route("/v1/messages", messages, methods=["POST"])])
 
 
-@contextmanager
-def serve(app: Starlette) -> Iterator[str]:
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "fake server did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        server.force_exit = True
-        thread.join(timeout=10)
+def serve(app: Starlette) -> AbstractContextManager[str]:
+    return serve_app(app, log_level="error", force_exit=True)

@@ -18,10 +18,11 @@ from engine.context import Context
 
 
 @contextmanager
-def live_server(workspace: Path, token: str | None = None) -> Iterator[str]:
-    ctx = Context.open(workspace)
-    app = create_app(ctx, token)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+def serve_app(app: Any, log_level: str = "warning", force_exit: bool = False) -> Iterator[str]:
+    """Run an ASGI app with uvicorn on a free port of 127.0.0.1; yield its base URL.
+
+    `force_exit` drops open connections at once (for fakes that hang on purpose)."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level=log_level, lifespan="auto")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -35,7 +36,21 @@ def live_server(workspace: Path, token: str | None = None) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
+        server.force_exit = force_exit
         thread.join(timeout=10)
+        if thread.is_alive():  # a stream that will not end: stop waiting for it
+            server.force_exit = True
+            thread.join(timeout=10)
+
+
+@contextmanager
+def live_server(workspace: Path, token: str | None = None) -> Iterator[str]:
+    """The Control Room API over a workspace, as `controlroom serve` runs it."""
+    ctx = Context.open(workspace)
+    try:
+        with serve_app(create_app(ctx, token)) as base:
+            yield base
+    finally:
         ctx.close()
 
 
