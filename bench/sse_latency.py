@@ -50,8 +50,11 @@ async def subscriber(
     ):
         ready.set()
         seen = 0
+        kind = ""
         async for line in response.aiter_lines():
-            if line.startswith("data:"):
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:") and kind != "partial":  # partials are not stored
                 # Only the stamp is needed; a regex keeps the client's own cost small.
                 found = STAMP.search(line)
                 assert found is not None
