@@ -102,6 +102,12 @@ async def current_position(client: httpx.AsyncClient) -> int:
 
 
 def main() -> None:
+    try:  # the measuring client should not be the bottleneck either
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "novel"
         shutil.copytree(
