@@ -57,6 +57,10 @@ class StepRunner:
         """Advance the run until it finishes. Returns the run in its final state."""
         # Every step of this execution reads the same snapshot of the workspace files.
         workspace = self.ctx.workspace.snapshot()
+        # Resolved once per execution: every agent call names its model explicitly, and a
+        # role that cannot be served fails here, before any step runs.
+        assert run.recipe is not None
+        profiles = self.ctx.agents.check(s.agent_archetype for s in run.recipe.phase_b)
         while not run.is_finished:
             current = run.next_step()
             if current is None:
@@ -70,7 +74,12 @@ class StepRunner:
                     run.complete_tool_step(self.ctx.clock.now(), tool_outcome)
                 else:
                     outcome = await run_agent(
-                        self.ctx, run, step, self._attempt_recorder(run), self._partial_sink(run)
+                        self.ctx,
+                        run,
+                        step,
+                        profiles[step.agent_archetype],
+                        self._attempt_recorder(run),
+                        self._partial_sink(run),
                     )
                     run.complete_agent_step(self.ctx.clock.now(), outcome)
                 if run.next_step() is None:

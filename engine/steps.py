@@ -20,6 +20,7 @@ from domain.refs import resolve_ref
 from domain.run import AgentOutcome, AttemptFailure, Run, ToolOutcome
 from domain.run_events import TokenUsage
 from engine.context import Context
+from models.agents import AgentProfile
 from models.config import Price
 from models.port import ModelRequest
 from tools.workspace import Workspace
@@ -76,6 +77,7 @@ async def run_agent(
     ctx: Context,
     run: Run,
     step: AgentStep,
+    profile: AgentProfile,
     on_attempt_failed: AttemptObserver | None = None,
     on_text: PartialObserver | None = None,
 ) -> AgentOutcome:
@@ -84,7 +86,6 @@ async def run_agent(
     Retries (429, 5xx, connection errors, timeouts) are bounded with exponential backoff
     and each failed attempt is reported; anything else fails the step at once.
     """
-    profile = ctx.agents.profile(step.agent_archetype)
     policy = ctx.agents.provider_config(profile.provider)
     shown = {slot: run.slot_texts[slot] for slot in step.input_slots}
     rendered = ctx.prompts.render(step.prompt_type, profile.tier, run.task.description, shown)

@@ -22,7 +22,7 @@ class PydanticMapper(Mapper[str]):
     def to_stored_event(self, domain_event: object) -> StoredEvent:
         assert isinstance(domain_event, DomainEvent), type(domain_event)
         # The whole event, ids included, so reading it back is one validate_json call.
-        state = domain_event.model_dump_json().encode("utf-8")
+        state = domain_event.stored_json().encode("utf-8")
         if len(state) > self.max_event_bytes:
             raise PayloadTooLargeError(domain_event.type_name, len(state), self.max_event_bytes)
         return StoredEvent(
