@@ -12,6 +12,22 @@ from engine.service import RunService
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "novel"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: The fields of the consolidated run view, `GET /api/runs/{id}` (appendix D).
+APPENDIX_D_KEYS = {
+    "run_id",
+    "recipe_id",
+    "status",
+    "phase",
+    "current_step_index",
+    "total_steps",
+    "created_at",
+    "updated_at",
+    "completed_at",
+    "task",
+    "steps",
+    "cache_summary",
+    "error",
+}
 
 
 @pytest.fixture(autouse=True)

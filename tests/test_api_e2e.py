@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from api.app import ROUTES
-from tests.conftest import write_override
+from tests.conftest import APPENDIX_D_KEYS, write_override
 from tests.live import live_server, read_sse
 
 pytestmark = pytest.mark.e2e
@@ -54,21 +54,7 @@ def test_a_run_started_over_http_streams_every_event_and_resumes_exactly(
 
         view = client.get(f"/api/runs/{run_id}").json()
         assert view["status"] == "done" and view["total_steps"] == 8
-        assert {
-            "run_id",
-            "recipe_id",
-            "status",
-            "phase",
-            "current_step_index",
-            "total_steps",
-            "created_at",
-            "updated_at",
-            "completed_at",
-            "task",
-            "steps",
-            "cache_summary",
-            "error",
-        } <= set(view)
+        assert set(view) >= APPENDIX_D_KEYS
         steps = client.get(f"/api/runs/{run_id}/steps").json()
         assert [s["status"] for s in steps] == ["done"] * 8
         assert steps[0]["receipt_id"].startswith("rcpt_") and steps[0]["output_hash"]

@@ -15,26 +15,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_override
+from tests.conftest import APPENDIX_D_KEYS, write_override
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
 DRAFT = "Draft scene 4 from the outline"
-APPENDIX_D_KEYS = {
-    "run_id",
-    "recipe_id",
-    "status",
-    "phase",
-    "current_step_index",
-    "total_steps",
-    "created_at",
-    "updated_at",
-    "completed_at",
-    "task",
-    "steps",
-    "cache_summary",
-    "error",
-}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
