@@ -52,10 +52,6 @@ class Aggregate:
         pending, self._pending = self._pending, []
         return pending
 
-    @property
-    def has_pending_events(self) -> bool:
-        return bool(self._pending)
-
     @classmethod
     def project(cls, aggregate: Self | None, events: Iterable[DomainEvent]) -> Self | None:
         """Projector for the library's repository: rebuild from stored events."""

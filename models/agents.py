@@ -59,10 +59,6 @@ class AgentDirectory:
     def for_workspace(cls, workspace: Path | None) -> AgentDirectory:
         return cls(load_models_config(workspace))
 
-    @classmethod
-    def offline(cls) -> AgentDirectory:
-        return cls(ModelsConfig())
-
     def profile(self, archetype: str) -> AgentProfile:
         role = role_config(self.config, archetype)
         return AgentProfile(
