@@ -7,16 +7,20 @@ from typing import Any
 
 from api.bodies import RouteBody, StartRunBody
 
+
+def _param(name: str, where: str, schema: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": where, "required": where == "path", "schema": schema, **extra}
+
+
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _OBJECT: dict[str, Any] = {"type": "object"}
-_RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
-_AFTER = {
-    "name": "after",
-    "in": "query",
-    "required": False,
-    "schema": {"type": "integer", "minimum": 0},
-    "description": "resume strictly after this position (or send Last-Event-ID)",
-}
+_RUN_ID = _param("run_id", "path", {"type": "string"})
+_AFTER = _param(
+    "after",
+    "query",
+    {"type": "integer", "minimum": 0},
+    description="resume strictly after this position (or send Last-Event-ID)",
+)
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -87,21 +91,15 @@ def openapi_document() -> dict[str, Any]:
                 {"200": _json({"type": "array", "items": run_summary}, "runs")},
                 400,
                 parameters=[
-                    {
-                        "name": "status",
-                        "in": "query",
-                        "required": False,
-                        "schema": {
+                    _param(
+                        "status",
+                        "query",
+                        {
                             "type": "string",
                             "enum": ["pending", "running", "done", "failed", "cancelled"],
                         },
-                    },
-                    {
-                        "name": "recipe_id",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string"},
-                    },
+                    ),
+                    _param("recipe_id", "query", {"type": "string"}),
                 ],
             ),
         },
@@ -125,7 +123,7 @@ def openapi_document() -> dict[str, Any]:
                 404,
                 parameters=[
                     _RUN_ID,
-                    {"name": "slot", "in": "path", "required": True, "schema": {"type": "string"}},
+                    _param("slot", "path", {"type": "string"}),
                 ],
             )
         },
@@ -146,12 +144,7 @@ def openapi_document() -> dict[str, Any]:
                 404,
                 parameters=[
                     _RUN_ID,
-                    {
-                        "name": "at",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "integer", "minimum": 1},
-                    },
+                    _param("at", "query", {"type": "integer", "minimum": 1}),
                 ],
             )
         },
@@ -171,19 +164,13 @@ def openapi_document() -> dict[str, Any]:
                 400,
                 parameters=[
                     _AFTER,
-                    {
-                        "name": "run_id",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string"},
-                    },
-                    {
-                        "name": "type",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string"},
-                        "description": "comma-separated event types",
-                    },
+                    _param("run_id", "query", {"type": "string"}),
+                    _param(
+                        "type",
+                        "query",
+                        {"type": "string"},
+                        description="comma-separated event types",
+                    ),
                 ],
             )
         },
@@ -191,14 +178,7 @@ def openapi_document() -> dict[str, Any]:
             "get": _op(
                 "List issues",
                 {"200": _json({"type": "array", "items": _OBJECT}, "issues")},
-                parameters=[
-                    {
-                        "name": "run_id",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string"},
-                    }
-                ],
+                parameters=[_param("run_id", "query", {"type": "string"})],
             )
         },
         "/api/issues/{issue_id}": {
@@ -206,14 +186,7 @@ def openapi_document() -> dict[str, Any]:
                 "One issue",
                 {"200": _json(_OBJECT, "issue")},
                 404,
-                parameters=[
-                    {
-                        "name": "issue_id",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string"},
-                    }
-                ],
+                parameters=[_param("issue_id", "path", {"type": "string"})],
             )
         },
         "/api/recipes": {
@@ -226,14 +199,7 @@ def openapi_document() -> dict[str, Any]:
                 "One recipe",
                 {"200": _json(_OBJECT, "recipe")},
                 400,
-                parameters=[
-                    {
-                        "name": "recipe_id",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string"},
-                    }
-                ],
+                parameters=[_param("recipe_id", "path", {"type": "string"})],
             )
         },
         "/api/route": {

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import ModelCallError, ModelConfigError
+from domain.errors import ModelCallError
 from domain.run_events import TokenUsage
 from models.config import ProviderConfig
 from models.keys import api_key
 from models.port import ModelRequest, ModelResponse, TextSink
-from models.sdk_errors import translated
+from models.sdk_errors import import_sdk, translated
 
 DEFAULT_MAX_TOKENS = 4096
 
 
 class AnthropicModel:
     def __init__(self, provider: str, config: ProviderConfig) -> None:
-        try:
-            import anthropic
-        except ImportError:
-            raise ModelConfigError(
-                f"provider '{provider}' needs the Anthropic client: "
-                "pip install 'controlroom[anthropic]'"
-            ) from None
         self.provider = provider
-        self._sdk = anthropic
+        self._sdk = import_sdk(provider, "anthropic", "anthropic")
         self._key = api_key(provider, config)
         self._config = config
 

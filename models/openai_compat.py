@@ -8,25 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import ModelCallError, ModelConfigError
+from domain.errors import ModelCallError
 from domain.run_events import TokenUsage
 from models.config import ProviderConfig
 from models.keys import api_key
 from models.offline import approx_tokens
 from models.port import ModelRequest, ModelResponse, TextSink
-from models.sdk_errors import translated
+from models.sdk_errors import import_sdk, translated
 
 
 class OpenAICompatibleModel:
     def __init__(self, provider: str, config: ProviderConfig) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise ModelConfigError(
-                f"provider '{provider}' needs the OpenAI client: pip install 'controlroom[openai]'"
-            ) from None
         self.provider = provider
-        self._sdk = openai
+        self._sdk = import_sdk(provider, "openai", "openai")
         self._key = api_key(provider, config)
         self._config = config
 

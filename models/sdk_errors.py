@@ -6,12 +6,24 @@ both.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from domain.errors import ModelCallError
+from domain.errors import ModelCallError, ModelConfigError
 from models.port import scrub
+
+
+def import_sdk(provider: str, module: str, extra: str) -> ModuleType:
+    """The vendor's client package, or a configuration error saying which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ModelConfigError(
+            f"provider '{provider}' needs the {module} client package: "
+            f"pip install 'controlroom[{extra}]'"
+        ) from None
 
 
 @contextmanager
