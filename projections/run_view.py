@@ -6,8 +6,8 @@ what audit replay needs; no tool, model or clock is involved.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from domain.events import DomainEvent
@@ -25,10 +25,6 @@ from domain.run_events import (
     StepFailed,
     StepStarted,
 )
-
-
-def _iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
 
 
 class RunView:
@@ -58,101 +54,117 @@ class RunView:
         return view
 
     def apply(self, event: DomainEvent) -> None:
-        self.version = event.originator_version
-        at = _iso(event.timestamp)
+        self.apply_data(event.type_name, json.loads(event.stored_json()))
+
+    def apply_data(self, type_name: str, data: dict[str, Any]) -> None:
+        """Fold one event given as its stored JSON: the projector reads the log this way,
+        without building pydantic objects, and replay goes through here too."""
+        self.version = data["originator_version"]
         if self.run:
-            self.run["updated_at"] = at
-        if isinstance(event, RunStarted):
-            self.run = {
-                "run_id": event.originator_id,
-                "recipe_id": event.recipe_id,
-                "session_id": event.session_id,
-                "trace_id": event.trace_id,
+            self.run["updated_at"] = data["timestamp"]
+        handler = _HANDLERS.get(type_name)
+        if handler is not None:
+            handler(self, data, data["timestamp"])
+
+    def _on_started(self, e: dict[str, Any], at: str) -> None:
+        task = e["task"]
+        self.run = {
+            "run_id": e["originator_id"],
+            "recipe_id": e["recipe_id"],
+            "session_id": e["session_id"],
+            "trace_id": e["trace_id"],
+            "status": "running",
+            "phase": None,
+            "current_step_index": 0,
+            "total_steps": e["total_steps"],
+            "created_at": at,
+            "updated_at": at,
+            "completed_at": None,
+            "task": {
+                "description": task["description"],
+                "session_plan_task_id": task["session_plan_task_id"],
+                "initial_args": task["args"],
+            },
+            "recipe_fingerprint": e["fingerprint"],
+            "routing": e["routing"],
+            "error": None,
+        }
+
+    def _on_step_started(self, e: dict[str, Any], at: str) -> None:
+        self.run.update(phase=e["phase"], current_step_index=e["step_index"])
+        self.steps.append(
+            {
+                "step_index": e["step_index"],
+                "step_id": e["step_id"],
+                "phase": e["phase"],
+                "tool": e["tool"],
+                "agent_archetype": e["agent_archetype"],
+                "agent_id": None,
                 "status": "running",
-                "phase": None,
-                "current_step_index": 0,
-                "total_steps": event.total_steps,
-                "created_at": at,
-                "updated_at": at,
+                "output_slot": e["output_slot"],
+                "receipt_id": None,
+                "input_slot_refs": [],
+                "output_hash": None,
+                "output_preview": None,
+                "started_at": at,
                 "completed_at": None,
-                "task": {
-                    "description": event.task.description,
-                    "session_plan_task_id": event.task.session_plan_task_id,
-                    "initial_args": dict(event.task.args),
-                },
-                "recipe_fingerprint": event.fingerprint,
-                "routing": event.routing.model_dump(mode="json") if event.routing else None,
                 "error": None,
             }
-        elif isinstance(event, StepStarted):
-            self.run.update(phase=event.phase, current_step_index=event.step_index)
-            self.steps.append(
-                {
-                    "step_index": event.step_index,
-                    "step_id": event.step_id,
-                    "phase": event.phase,
-                    "tool": event.tool,
-                    "agent_archetype": event.agent_archetype,
-                    "agent_id": None,
-                    "status": "running",
-                    "output_slot": event.output_slot,
-                    "receipt_id": None,
-                    "input_slot_refs": [],
-                    "output_hash": None,
-                    "output_preview": None,
-                    "started_at": at,
-                    "completed_at": None,
-                    "error": None,
-                }
-            )
-        elif isinstance(event, ReceiptIssued):
-            self._step(event.step_id)["receipt_id"] = event.receipt_id
-        elif isinstance(event, AgentResponded):
-            step = self._step(event.step_id)
-            step.update(
-                agent_id=event.agent_id,
-                tier=event.tier,
-                provider=event.provider,
-                model=event.model,
-                prompt_hash=event.prompt_hash,
-                usage=event.usage.model_dump(),
-                latency_ms=event.latency_ms,
-            )
-        elif isinstance(event, SlotWritten):
-            self.slots[event.slot] = {
-                "type": event.kind,
-                "receipt_id": event.receipt_id,
-                "agent_id": event.agent_id,
-                "text": event.text,
-                "sha256": event.sha256,
-                "summary": event.summary,
-            }
-        elif isinstance(event, StepCompleted):
-            self._step(event.step_id).update(
-                status="done",
-                output_hash=event.output_hash,
-                output_preview=event.output_preview,
-                input_slot_refs=list(event.input_slot_refs),
-                completed_at=at,
-            )
-        elif isinstance(event, StepFailed):
-            self._step(event.step_id).update(status="failed", error=event.error, completed_at=at)
-        elif isinstance(event, DodChecked):
-            self.dod = {
-                "passed": event.passed,
-                "results": [r.model_dump(mode="json") for r in event.results],
-            }
-        elif isinstance(event, RunCompleted):
-            self._finish("done", None, at)
-        elif isinstance(event, RunFailed):
-            self._finish("failed", event.error, at)
-        elif isinstance(event, RunCancelled):
-            for step in self.steps:
-                if step["status"] == "running":
-                    step["status"] = "cancelled"
-            self._finish("cancelled", f"cancelled: {event.reason}", at)
-        elif isinstance(event, RunResumed):
-            self.run["resumed"] = self.run.get("resumed", 0) + 1
+        )
+
+    def _on_receipt(self, e: dict[str, Any], at: str) -> None:
+        self._step(e["step_id"])["receipt_id"] = e["receipt_id"]
+
+    def _on_agent(self, e: dict[str, Any], at: str) -> None:
+        self._step(e["step_id"]).update(
+            agent_id=e["agent_id"],
+            tier=e["tier"],
+            provider=e["provider"],
+            model=e["model"],
+            prompt_hash=e["prompt_hash"],
+            usage=e["usage"],
+            latency_ms=e["latency_ms"],
+        )
+
+    def _on_slot(self, e: dict[str, Any], at: str) -> None:
+        self.slots[e["slot"]] = {
+            "type": e["kind"],
+            "receipt_id": e["receipt_id"],
+            "agent_id": e["agent_id"],
+            "text": e["text"],
+            "sha256": e["sha256"],
+            "summary": e["summary"],
+        }
+
+    def _on_step_completed(self, e: dict[str, Any], at: str) -> None:
+        self._step(e["step_id"]).update(
+            status="done",
+            output_hash=e["output_hash"],
+            output_preview=e["output_preview"],
+            input_slot_refs=e["input_slot_refs"],
+            completed_at=at,
+        )
+
+    def _on_step_failed(self, e: dict[str, Any], at: str) -> None:
+        self._step(e["step_id"]).update(status="failed", error=e["error"], completed_at=at)
+
+    def _on_dod(self, e: dict[str, Any], at: str) -> None:
+        self.dod = {"passed": e["passed"], "results": e["results"]}
+
+    def _on_completed(self, e: dict[str, Any], at: str) -> None:
+        self._finish("done", None, at)
+
+    def _on_failed(self, e: dict[str, Any], at: str) -> None:
+        self._finish("failed", e["error"], at)
+
+    def _on_cancelled(self, e: dict[str, Any], at: str) -> None:
+        for step in self.steps:
+            if step["status"] == "running":
+                step["status"] = "cancelled"
+        self._finish("cancelled", f"cancelled: {e['reason']}", at)
+
+    def _on_resumed(self, e: dict[str, Any], at: str) -> None:
+        self.run["resumed"] = self.run.get("resumed", 0) + 1
 
     def _step(self, step_id: str) -> dict[str, Any]:
         for step in reversed(self.steps):
@@ -219,6 +231,23 @@ class RunView:
             "sha256": found["sha256"],
             "summary": _one_line(found["summary"]),
         }
+
+
+Handler = Callable[[RunView, dict[str, Any], str], None]
+_HANDLERS: dict[str, Handler] = {
+    RunStarted.type_name: RunView._on_started,
+    StepStarted.type_name: RunView._on_step_started,
+    ReceiptIssued.type_name: RunView._on_receipt,
+    AgentResponded.type_name: RunView._on_agent,
+    SlotWritten.type_name: RunView._on_slot,
+    StepCompleted.type_name: RunView._on_step_completed,
+    StepFailed.type_name: RunView._on_step_failed,
+    DodChecked.type_name: RunView._on_dod,
+    RunCompleted.type_name: RunView._on_completed,
+    RunFailed.type_name: RunView._on_failed,
+    RunCancelled.type_name: RunView._on_cancelled,
+    RunResumed.type_name: RunView._on_resumed,
+}
 
 
 def _one_line(text: str, limit: int = 200) -> str:

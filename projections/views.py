@@ -13,13 +13,17 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from domain import run_events
 from domain.events import DomainEvent
 from domain.issue import IssueClosed, IssueOpened
 from domain.run_events import ReceiptIssued
-from eventstore.store import EventStore, Positioned
+from eventstore.store import EventStore
 from projections.run_view import RunView
 
 TRACKING_NAME = "views"
@@ -44,10 +48,6 @@ CREATE TABLE IF NOT EXISTS issues (
     data TEXT NOT NULL);
 """
 TABLES = ("runs", "steps", "slots", "receipts", "issues")
-
-
-def _iso(event: DomainEvent) -> str:
-    return event.timestamp.isoformat().replace("+00:00", "Z")
 
 
 class _Batch:
@@ -76,87 +76,101 @@ class _Batch:
                     run["completed_at"],
                     run["task"]["description"],
                     view.version,
-                    json.dumps(view.to_state()),
+                    _dumps(view.to_state()),
                 ),
             )
             self.conn.executemany(
                 "INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)",
-                [(run_id, s["step_index"], s["status"], json.dumps(s)) for s in view.steps],
+                [(run_id, s["step_index"], s["status"], _dumps(s)) for s in view.steps],
             )
             self.conn.executemany(
                 "INSERT OR REPLACE INTO slots VALUES (?, ?, ?, ?)",
-                [
-                    (run_id, name, slot["type"], json.dumps(slot))
-                    for name, slot in view.slots.items()
-                ],
+                [(run_id, name, slot["type"], _dumps(slot)) for name, slot in view.slots.items()],
             )
 
 
-Handler = Callable[[_Batch, DomainEvent], None]
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
-def _on_run_event(batch: _Batch, event: DomainEvent) -> None:
-    batch.run_view(event.originator_id).apply(event)
+@dataclass(frozen=True)
+class Recorded:
+    """One stored event as the projector reads it: position, type, and its JSON as data.
+
+    The projector folds the stored JSON directly; it does not build pydantic objects,
+    which is most of the cost of reading the log."""
+
+    position: int
+    type_name: str
+    data: dict[str, Any]
 
 
-def _on_receipt(batch: _Batch, event: DomainEvent) -> None:
-    assert isinstance(event, ReceiptIssued)
-    _on_run_event(batch, event)
+Handler = Callable[[_Batch, Recorded], None]
+_ENVELOPE = ("originator_id", "originator_version", "timestamp", "prev_hash", "event_hash")
+
+
+def _payload(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in _ENVELOPE}
+
+
+def _on_run_event(batch: _Batch, item: Recorded) -> None:
+    batch.run_view(item.data["originator_id"]).apply_data(item.type_name, item.data)
+
+
+def _on_receipt(batch: _Batch, item: Recorded) -> None:
+    _on_run_event(batch, item)
+    e = item.data
+    receipt = {
+        "receipt_id": e["receipt_id"],
+        "run_id": e["originator_id"],
+        "issued_at": e["timestamp"],
+        **_payload(e),
+    }
     batch.conn.execute(
         "INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?, ?)",
-        (
-            event.receipt_id,
-            event.originator_id,
-            event.session_id,
-            event.tool,
-            json.dumps(
-                {
-                    "receipt_id": event.receipt_id,
-                    "run_id": event.originator_id,
-                    "issued_at": _iso(event),
-                    **event.payload(),
-                }
-            ),
-        ),
+        (e["receipt_id"], e["originator_id"], e["session_id"], e["tool"], _dumps(receipt)),
     )
 
 
-def _on_issue_opened(batch: _Batch, event: DomainEvent) -> None:
-    assert isinstance(event, IssueOpened)
-    data = {
-        "issue_id": event.originator_id,
+def _on_issue_opened(batch: _Batch, item: Recorded) -> None:
+    e = item.data
+    issue = {
+        "issue_id": e["originator_id"],
         "status": "open",
-        "opened_at": _iso(event),
-        **event.payload(),
+        "opened_at": e["timestamp"],
+        **_payload(e),
     }
     batch.conn.execute(
         "INSERT OR REPLACE INTO issues VALUES (?, ?, ?, ?, ?)",
-        (event.originator_id, event.run_id, "open", _iso(event), json.dumps(data)),
+        (e["originator_id"], e["run_id"], "open", e["timestamp"], _dumps(issue)),
     )
 
 
-def _on_issue_closed(batch: _Batch, event: DomainEvent) -> None:
-    assert isinstance(event, IssueClosed)
+def _on_issue_closed(batch: _Batch, item: Recorded) -> None:
+    e = item.data
     row = batch.conn.execute(
-        "SELECT data FROM issues WHERE issue_id = ?", (event.originator_id,)
+        "SELECT data FROM issues WHERE issue_id = ?", (e["originator_id"],)
     ).fetchone()
     if row:
-        data = json.loads(row[0]) | {"status": "closed", "resolution": event.resolution}
+        data = json.loads(row[0]) | {"status": "closed", "resolution": e["resolution"]}
         batch.conn.execute(
             "UPDATE issues SET status = 'closed', data = ? WHERE issue_id = ?",
-            (json.dumps(data), event.originator_id),
+            (_dumps(data), e["originator_id"]),
         )
 
 
+#: Every event of a run's stream folds into its run view; a few also feed other views.
+RUN_EVENT_TYPES = frozenset(
+    v.type_name
+    for v in vars(run_events).values()
+    if isinstance(v, type) and issubclass(v, DomainEvent) and v is not DomainEvent
+)
 HANDLERS: dict[str, Handler] = {
-    "ReceiptIssued": _on_receipt,
-    "IssueOpened": _on_issue_opened,
-    "IssueClosed": _on_issue_closed,
+    **{name: _on_run_event for name in RUN_EVENT_TYPES},
+    ReceiptIssued.type_name: _on_receipt,
+    IssueOpened.type_name: _on_issue_opened,
+    IssueClosed.type_name: _on_issue_closed,
 }
-
-
-def _handler_for(event: DomainEvent) -> Handler:
-    return HANDLERS.get(event.type_name, _on_run_event)
 
 
 class Views:
@@ -209,18 +223,21 @@ class Views:
                 if len(items) < batch_size:
                     return applied
 
-    def _read(self, after: int, limit: int) -> list[Positioned]:
-        items: list[Positioned] = []
-        for item in self.store.read_log(after=after, batch=limit):
-            items.append(item)
-            if len(items) >= limit:
-                break
-        return items
+    def _read(self, after: int, limit: int) -> list[Recorded]:
+        notes = self.store.recorder.select_notifications(
+            start=after, limit=limit, inclusive_of_start=False
+        )
+        return [
+            Recorded(note.id, note.topic.rpartition(":")[2], orjson.loads(note.state))
+            for note in notes
+        ]
 
-    def _apply(self, items: list[Positioned]) -> None:
+    def _apply(self, items: list[Recorded]) -> None:
         batch = _Batch(self.conn)
         for item in items:
-            _handler_for(item.event)(batch, item.event)
+            handler = HANDLERS.get(item.type_name)
+            if handler is not None:  # events of other aggregates have views of their own
+                handler(batch, item)
         batch.flush()
 
     def rebuild(self) -> int:
