@@ -420,8 +420,9 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
         ]
         if ns.json:
             _emit_json(rows)
-        for r in [] if ns.json else rows:
-            print(f"{r['recipe_id']:<26} {r['steps']} steps  {r['label']}  [{r['source']}]")
+        else:
+            for r in rows:
+                print(f"{r['recipe_id']:<26} {r['steps']} steps  {r['label']}  [{r['source']}]")
     elif ns.action == "show":
         if not ns.target:
             raise BadInputError("recipes show needs a recipe id")

@@ -29,7 +29,6 @@ def resume_position(request: Request) -> int:
 
 async def follow(
     server: Server,
-    request: Request,
     after: int,
     wanted: Filter,
     ends: Filter,
@@ -75,7 +74,6 @@ def run_stream(server: Server, request: Request, run_id: str) -> EventSourceResp
     return stream(
         follow(
             server,
-            request,
             after,
             wanted,
             ends,
@@ -98,6 +96,4 @@ def log_stream(server: Server, request: Request) -> EventSourceResponse:
     def wants_partials(partial_run: str) -> bool:
         return (run_id is None or partial_run == run_id) and (not types or "partial" in types)
 
-    return stream(
-        follow(server, request, after, wanted, lambda _: False, wants_partials=wants_partials)
-    )
+    return stream(follow(server, after, wanted, lambda _: False, wants_partials=wants_partials))

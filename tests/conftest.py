@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,22 @@ def ctx(workspace: Path) -> Iterator[Context]:
 @pytest.fixture
 def service(ctx: Context) -> RunService:
     return RunService(ctx)
+
+
+#: An override recipe that needs `--arg scene_path=...`: for missing-args and escape tests.
+NEEDS_SCENE_RECIPE = json.dumps(
+    {
+        "recipe_id": "needs_scene",
+        "phase_a": [
+            {
+                "step_id": "v",
+                "tool": "scene_draft_validator",
+                "args": {"scene_path": {"$ref": "task.args.scene_path"}},
+                "output_slot": "v",
+            }
+        ],
+    }
+)
 
 
 def write_override(workspace: Path, name: str, text: str) -> Path:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from api.app import ROUTES
-from tests.conftest import APPENDIX_D_KEYS, write_override
+from tests.conftest import APPENDIX_D_KEYS, NEEDS_SCENE_RECIPE, write_override
 from tests.live import live_server, read_sse
 
 pytestmark = pytest.mark.e2e
@@ -75,23 +75,7 @@ def test_a_run_started_over_http_streams_every_event_and_resumes_exactly(
 
 
 def test_errors_are_json_and_name_the_field(workspace: Path) -> None:
-    write_override(
-        workspace,
-        "needs.json",
-        json.dumps(
-            {
-                "recipe_id": "needs_scene",
-                "phase_a": [
-                    {
-                        "step_id": "v",
-                        "tool": "scene_draft_validator",
-                        "args": {"scene_path": {"$ref": "task.args.scene_path"}},
-                        "output_slot": "v",
-                    }
-                ],
-            }
-        ),
-    )
+    write_override(workspace, "needs.json", NEEDS_SCENE_RECIPE)
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         unknown = client.post("/api/runs", json={"recipe_id": "zzz"})
         assert unknown.status_code == 400

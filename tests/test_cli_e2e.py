@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import APPENDIX_D_KEYS, write_override
+from tests.conftest import APPENDIX_D_KEYS, NEEDS_SCENE_RECIPE, write_override
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
@@ -131,23 +131,7 @@ def test_bad_input_gets_a_clear_error_and_loses_nothing(workspace: Path) -> None
     no_run = cli("show", "run_missing", "-w", ws)
     assert no_run.returncode == 64 and "no run 'run_missing'" in no_run.stderr
 
-    write_override(
-        workspace,
-        "needs.json",
-        json.dumps(
-            {
-                "recipe_id": "needs_scene",
-                "phase_a": [
-                    {
-                        "step_id": "v",
-                        "tool": "scene_draft_validator",
-                        "args": {"scene_path": {"$ref": "task.args.scene_path"}},
-                        "output_slot": "v",
-                    }
-                ],
-            }
-        ),
-    )
+    write_override(workspace, "needs.json", NEEDS_SCENE_RECIPE)
     missing = cli("run", "needs_scene", "-w", ws)
     assert missing.returncode == 64 and "needs args: scene_path" in missing.stderr
     escaping = cli("run", "needs_scene", "--arg", "scene_path=../../etc/passwd", "-w", ws)
@@ -171,17 +155,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(
     reference = cli("run", DRAFT, "-w", str(reference_ws), "--json", "-q")
     reference_slots = _slot_hashes(reference_ws, as_json(reference)["run_id"])
 
-    slow = {**os.environ, "CONTROLROOM_OFFLINE_LATENCY_MS": "300"}
-    process = subprocess.Popen(
-        [CLI, "run", DRAFT, "-w", str(workspace), "-q"],
-        env=slow,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while completed_steps(workspace) < 4 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    process = start_slow_run(workspace, "-q")
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=10)
     assert process.returncode == -signal.SIGKILL
@@ -197,9 +171,20 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(
 
 
 def test_ctrl_c_leaves_the_run_resumable_and_exits_20(workspace: Path) -> None:
+    process = start_slow_run(workspace)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 20 and "resumable" in stderr
+    running = as_json(cli("runs", "-w", str(workspace), "--json", "--status", "running"))
+    assert len(running) == 1
+    assert cli("resume", running[0]["run_id"], "-w", str(workspace), "-q").returncode == 0
+
+
+def start_slow_run(workspace: Path, *extra: str) -> subprocess.Popen[str]:
+    """Start the draft run with a slow model and return once four steps are recorded."""
     slow = {**os.environ, "CONTROLROOM_OFFLINE_LATENCY_MS": "300"}
     process = subprocess.Popen(
-        [CLI, "run", DRAFT, "-w", str(workspace)],
+        [CLI, "run", DRAFT, "-w", str(workspace), *extra],
         env=slow,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -208,12 +193,7 @@ def test_ctrl_c_leaves_the_run_resumable_and_exits_20(workspace: Path) -> None:
     deadline = time.monotonic() + 30
     while completed_steps(workspace) < 4 and time.monotonic() < deadline:
         time.sleep(0.02)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=20)
-    assert process.returncode == 20 and "resumable" in stderr
-    running = as_json(cli("runs", "-w", str(workspace), "--json", "--status", "running"))
-    assert len(running) == 1
-    assert cli("resume", running[0]["run_id"], "-w", str(workspace), "-q").returncode == 0
+    return process
 
 
 def _slot_hashes(workspace: Path, run_id: str) -> dict[str, str]:
