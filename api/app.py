@@ -14,16 +14,16 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.bodies import RouteBody, StartRunBody, read_body
-from api.errors import HttpError, error_body, handle_domain_error, handle_http_error
-from api.openapi import openapi_document
-from api.server import Server
-from api.sse import log_stream, run_stream
-from domain.errors import ControlRoomError, IssueNotFoundError, RunNotFoundError
-from engine.context import Context
-from engine.service import RunRequest
-from projections.audit import audit_trail, replay
-from projections.run_view import RunView
+from controlroom.api.bodies import RouteBody, StartRunBody, read_body
+from controlroom.api.errors import HttpError, error_body, handle_domain_error, handle_http_error
+from controlroom.api.openapi import openapi_document
+from controlroom.api.server import Server
+from controlroom.api.sse import log_stream, run_stream
+from controlroom.domain.errors import ControlRoomError, IssueNotFoundError, RunNotFoundError
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunRequest
+from controlroom.projections.audit import audit_trail, replay
+from controlroom.projections.run_view import RunView
 
 TOKEN_VAR = "CONTROLROOM_API_TOKEN"
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled")

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 from starlette.requests import Request
 
-from api.errors import HttpError
+from controlroom.api.errors import HttpError
 
 MAX_BODY_BYTES = 1024 * 1024
 B = TypeVar("B", bound=BaseModel)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from domain.errors import (
+from controlroom.domain.errors import (
     BadInputError,
     ControlRoomError,
     NotRoutableError,
@@ -24,12 +24,12 @@ from domain.errors import (
     RunNotFoundError,
     RunStateError,
 )
-from domain.run import Run, RunStatus
-from engine.context import Context
-from engine.service import RunRequest, RunService
-from eventstore.store import Positioned
-from projections.run_view import build_run_view
-from projections.views import Views
+from controlroom.domain.run import Run, RunStatus
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.store import Positioned
+from controlroom.projections.run_view import build_run_view
+from controlroom.projections.views import Views
 
 EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
 EXIT_BAD_INPUT, EXIT_CONFLICT = 64, 75
@@ -79,7 +79,7 @@ def _views(ctx: Context) -> Views:
 def cmd_replay(ns: argparse.Namespace) -> int:
     from eventsourcing.persistence import MapperDeserialisationError
 
-    from projections.audit import replay, verify
+    from controlroom.projections.audit import replay, verify
 
     ctx = _open(ns)
     # Existence from the raw records: a tampered stream must still be verifiable.
@@ -111,7 +111,7 @@ def cmd_replay(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
-    from projections.audit import export_run, replay
+    from controlroom.projections.audit import export_run, replay
 
     ctx = _open(ns)
     RunService(ctx).load(ns.run_id)
@@ -122,8 +122,8 @@ def cmd_export(ns: argparse.Namespace) -> int:
 
 
 def cmd_models(ns: argparse.Namespace) -> int:
-    from models.agents import AgentDirectory
-    from models.config import config_path, render_schema
+    from controlroom.models.agents import AgentDirectory
+    from controlroom.models.config import config_path, render_schema
 
     if ns.action == "schema":
         print(render_schema(), end="")
@@ -168,7 +168,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from api.app import TOKEN_VAR, create_app
+    from controlroom.api.app import TOKEN_VAR, create_app
 
     token = os.environ.get(TOKEN_VAR) or None
     if ns.host not in LOOPBACK and not token and not ns.insecure:
@@ -211,7 +211,7 @@ def _finish(ctx: Context, run: Run, as_json: bool) -> int:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    from api.progress import ProgressPrinter
+    from controlroom.api.progress import ProgressPrinter
 
     ctx = _open(ns)
     service = RunService(ctx)
@@ -247,7 +247,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 
 def cmd_resume(ns: argparse.Namespace) -> int:
-    from api.progress import ProgressPrinter
+    from controlroom.api.progress import ProgressPrinter
 
     ctx = _open(ns)
     service = RunService(ctx)
@@ -355,10 +355,10 @@ def cmd_events(ns: argparse.Namespace) -> int:
 
 
 def _catalog(ns: argparse.Namespace) -> Any:
-    from prompts.registry import PromptRegistry
-    from recipes.catalog import RecipeCatalog
-    from tools.base import ToolRegistry
-    from tools.workspace import Workspace
+    from controlroom.prompts.registry import PromptRegistry
+    from controlroom.recipes.catalog import RecipeCatalog
+    from controlroom.tools.base import ToolRegistry
+    from controlroom.tools.workspace import Workspace
 
     workspace = Workspace(Path(ns.workspace))
     tools = ToolRegistry.default()
@@ -367,7 +367,7 @@ def _catalog(ns: argparse.Namespace) -> Any:
 
 
 def cmd_route(ns: argparse.Namespace) -> int:
-    from domain.router import route
+    from controlroom.domain.router import route
 
     catalog, _, _ = _catalog(ns)
     decision = route(ns.text, catalog.recipes())
@@ -383,7 +383,7 @@ def cmd_route(ns: argparse.Namespace) -> int:
 
 
 def cmd_recipes(ns: argparse.Namespace) -> int:
-    from recipes.catalog import load_recipe_file, recipe_files, render_schema
+    from controlroom.recipes.catalog import load_recipe_file, recipe_files, render_schema
 
     if ns.action == "schema":
         print(render_schema(), end="")

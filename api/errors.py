@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from domain.errors import (
+from controlroom.domain.errors import (
     BadInputError,
     ControlRoomError,
     IssueNotFoundError,

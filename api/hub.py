@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from api.notify import LogNotifier
-from eventstore.store import EventStore, Positioned
+from controlroom.api.notify import LogNotifier
+from controlroom.eventstore.store import EventStore, Positioned
 
 WINDOW = 20_000
 SEPARATOR = EventSourceResponse.DEFAULT_SEPARATOR

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from eventstore.store import Positioned
+from controlroom.eventstore.store import Positioned
 
 POLL_SECONDS = 0.5
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from api.bodies import RouteBody, StartRunBody
+from controlroom.api.bodies import RouteBody, StartRunBody
 
 
 def _param(name: str, where: str, schema: dict[str, Any], **extra: Any) -> dict[str, Any]:

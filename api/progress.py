@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TextIO
 
-from domain.issue import IssueOpened
-from domain.run_events import (
+from controlroom.domain.issue import IssueOpened
+from controlroom.domain.run_events import (
     DodChecked,
     RunCancelled,
     RunCompleted,
@@ -19,7 +19,7 @@ from domain.run_events import (
     StepFailed,
     StepStarted,
 )
-from eventstore.store import Positioned
+from controlroom.eventstore.store import Positioned
 
 
 class ProgressPrinter:

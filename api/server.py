@@ -8,14 +8,14 @@ import logging
 import os
 from collections.abc import Sequence
 
-from api.hub import EventHub
-from api.notify import LogNotifier
-from domain.errors import ControlRoomError
-from domain.run import Run
-from engine.context import Context
-from engine.service import RunRequest, RunService
-from eventstore.store import Positioned
-from projections.views import Views
+from controlroom.api.hub import EventHub
+from controlroom.api.notify import LogNotifier
+from controlroom.domain.errors import ControlRoomError
+from controlroom.domain.run import Run
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.store import Positioned
+from controlroom.projections.views import Views
 
 log = logging.getLogger("controlroom.server")
 MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"

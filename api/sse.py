@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Callable
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 
-from api.errors import HttpError
-from api.hub import encode_message
-from api.server import Server
-from domain.run_events import TERMINAL_EVENTS
-from eventstore.store import Positioned
+from controlroom.api.errors import HttpError
+from controlroom.api.hub import encode_message
+from controlroom.api.server import Server
+from controlroom.domain.run_events import TERMINAL_EVENTS
+from controlroom.eventstore.store import Positioned
 
 PING_VAR = "CONTROLROOM_SSE_PING_S"
 Filter = Callable[[Positioned], bool]

@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from engine.context import Context  # noqa: E402
-from engine.service import RunRequest, RunService  # noqa: E402
-from projections.views import Views  # noqa: E402
+from controlroom.engine.context import Context  # noqa: E402
+from controlroom.engine.service import RunRequest, RunService  # noqa: E402
+from controlroom.projections.views import Views  # noqa: E402
 
 RUNS = 200
 ROUNDS = 3

@@ -24,9 +24,9 @@ from eventsourcing.domain import Aggregate, event
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from domain.run_events import AgentResponded, ReceiptIssued  # noqa: E402
-from engine.context import Context  # noqa: E402
-from engine.service import RunRequest, RunService  # noqa: E402
+from controlroom.domain.run_events import AgentResponded, ReceiptIssued  # noqa: E402
+from controlroom.engine.context import Context  # noqa: E402
+from controlroom.engine.service import RunRequest, RunService  # noqa: E402
 
 RUNS_PER_ROUND = 20
 ROUNDS = 5

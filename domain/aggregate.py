@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
-from domain.events import GENESIS_HASH, DomainEvent
+from controlroom.domain.events import GENESIS_HASH, DomainEvent
 
 E = TypeVar("E", bound=DomainEvent)
 

@@ -9,10 +9,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from domain.errors import RefResolutionError
-from domain.recipe import DodCheck, FileExists, SlotFieldEquals, SlotNotNull
-from domain.refs import resolve_ref
-from domain.run_events import DodResult
+from controlroom.domain.errors import RefResolutionError
+from controlroom.domain.recipe import DodCheck, FileExists, SlotFieldEquals, SlotNotNull
+from controlroom.domain.refs import resolve_ref
+from controlroom.domain.run_events import DodResult
 
 FileExistsProbe = Callable[[str], bool]
 

@@ -3,30 +3,51 @@
 Each event carries the hash of its predecessor in the aggregate's stream and a hash of
 its own content (type, position, time, payload). A changed, missing or reordered event
 therefore breaks the chain, which `replay --verify` reports.
+
+**Stored names.** Every concrete event declares the name it is stored under, once:
+``type_name: ClassVar[str] = "RunStarted"``. The name is independent of the module and the
+class, so moving, renaming or splitting modules never makes a store unreadable. Stores
+written before names were declared used module-path topics (``domain.run_events:RunStarted``);
+the part after the colon is the stored name, so they read unchanged.
+
+**Versions and upcasters.** An event whose shape changes bumps ``class_version`` and gains a
+static method ``upcast_vN_vM(state: dict) -> dict`` for each step (``upcast_v1_v2``, then
+``upcast_v2_v3`` ...), taking the stored JSON of the older shape to the next. Events are
+stored under ``Name`` at version 1 and ``Name.vN`` above it, so the reader knows which
+upcasters to apply; the hash chain always covers the bytes as they were stored.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
+import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from domain.canonical import sha256_text
+from controlroom.domain.canonical import sha256_text
 
 GENESIS_HASH = "0" * 64
 _EMPTY_HASH = '"event_hash":""'
+_SEALED_HASH = re.compile(r'"event_hash":"[0-9a-f]{64}"')
 
 
 def _digest(type_name: str, body: str) -> str:
     return sha256_text(f"{type_name}\n{body}")
 
 
+class UnknownEventTypeError(LookupError):
+    """A stored event names a type this release does not know."""
+
+
 class DomainEvent(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: Events stay readable under their stored type name even if the class moves.
+    #: The name the event is stored under; every concrete event declares its own.
     type_name: ClassVar[str] = ""
+    #: The shape's version; bump it with an `upcast_vN_vM` for the step.
+    class_version: ClassVar[int] = 1
 
     originator_id: str
     originator_version: int
@@ -35,9 +56,16 @@ class DomainEvent(BaseModel):
     event_hash: str = ""
     _stored_json: str | None = PrivateAttr(default=None)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.type_name = cls.__name__
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        declared = cls.__dict__.get("type_name")
+        if not declared:
+            raise TypeError(
+                f"{cls.__qualname__} must declare its stored name: "
+                f'type_name: ClassVar[str] = "{cls.__name__}"'
+            )
+        EVENT_TYPES.register(cls)
 
     @classmethod
     def sealed(cls, **fields: Any) -> Self:
@@ -72,9 +100,86 @@ class DomainEvent(BaseModel):
         """The event as the store keeps it."""
         return self._stored_json if self._stored_json is not None else self.model_dump_json()
 
+    @classmethod
+    def topic(cls) -> str:
+        return cls.type_name if cls.class_version == 1 else f"{cls.type_name}.v{cls.class_version}"
+
     def payload(self) -> dict[str, Any]:
         """The event's own fields, without the envelope every event shares."""
         return self.model_dump(
             mode="json",
             exclude={"originator_id", "originator_version", "timestamp", "prev_hash", "event_hash"},
         )
+
+
+def stored_content_hash(type_name: str, stored: str) -> str | None:
+    """The content hash of an event from its stored bytes, exactly as sealing computed it;
+    None when the stored JSON carries no sealed hash at all."""
+    body, found = _SEALED_HASH.subn(_EMPTY_HASH, stored, count=1)
+    return _digest(type_name, body) if found else None
+
+
+class EventTypes:
+    """Stored name → event class, and the reading of topics old and new."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, type[DomainEvent]] = {}
+
+    def register(self, cls: type[DomainEvent]) -> None:
+        existing = self._by_name.get(cls.type_name)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise TypeError(
+                f"stored name '{cls.type_name}' is taken by {existing.__module__}."
+                f"{existing.__qualname__}"
+            )
+        self._by_name[cls.type_name] = cls
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+    def get(self, name: str) -> type[DomainEvent]:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise UnknownEventTypeError(f"unknown event type '{name}'") from None
+
+    def upcast(self, topic: str, state: dict[str, Any]) -> tuple[type[DomainEvent], dict[str, Any]]:
+        """The class for a stored topic and its state brought up to the current shape."""
+        name, version = parse_topic(topic)
+        cls = self.get(name)
+        while version < cls.class_version:
+            step = getattr(cls, f"upcast_v{version}_v{version + 1}", None)
+            if step is None:
+                raise UnknownEventTypeError(
+                    f"{name} has no upcaster from v{version} to v{version + 1}"
+                )
+            state = step(state)
+            version += 1
+        if version > cls.class_version:
+            raise UnknownEventTypeError(
+                f"{name} v{version} was written by a newer release (this one reads up to "
+                f"v{cls.class_version})"
+            )
+        return cls, state
+
+    def upcast_data(self, topic: str, state: bytes) -> tuple[str, dict[str, Any]]:
+        """A stored event as its name and current-shape JSON data, for readers that fold
+        JSON without building event objects."""
+        name, version = parse_topic(topic)
+        data: dict[str, Any] = orjson.loads(state)
+        if name in self._by_name and version != self._by_name[name].class_version:
+            _, data = self.upcast(topic, data)
+        return name, data
+
+
+def parse_topic(topic: str) -> tuple[str, int]:
+    """`RunStarted` → (RunStarted, 1); `RunStarted.v2` → (RunStarted, 2); a legacy
+    module-path topic `domain.run_events:RunStarted` → (RunStarted, 1)."""
+    name = topic.rpartition(":")[2]
+    base, dot, suffix = name.rpartition(".v")
+    if dot and suffix.isdigit():
+        return base, int(suffix)
+    return name, 1
+
+
+EVENT_TYPES = EventTypes()

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from domain.aggregate import Aggregate
-from domain.canonical import sha256_text
-from domain.events import DomainEvent
+from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.canonical import sha256_text
+from controlroom.domain.events import DomainEvent
 
 
 class IssueOpened(DomainEvent):
+    type_name: ClassVar[str] = "IssueOpened"
     kind: str
     title: str
     detail: str
@@ -22,6 +23,7 @@ class IssueOpened(DomainEvent):
 
 
 class IssueClosed(DomainEvent):
+    type_name: ClassVar[str] = "IssueClosed"
     resolution: str
 
 

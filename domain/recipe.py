@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from domain.canonical import sha256_json
-from domain.refs import parse_ref
+from controlroom.domain.canonical import sha256_json
+from controlroom.domain.refs import parse_ref
 
 
 class _Frozen(BaseModel):

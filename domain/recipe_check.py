@@ -7,9 +7,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
-from domain.recipe import AgentStep, FileExists, Recipe, SlotFieldEquals, SlotNotNull, ToolStep
-from domain.refs import TASK_FIELDS, TASK_ROOT, parse_ref
+from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
+from controlroom.domain.recipe import (
+    AgentStep,
+    FileExists,
+    Recipe,
+    SlotFieldEquals,
+    SlotNotNull,
+    ToolStep,
+)
+from controlroom.domain.refs import TASK_FIELDS, TASK_ROOT, parse_ref
 
 
 def json_path(loc: tuple[int | str, ...]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from domain.errors import RefResolutionError
+from controlroom.domain.errors import RefResolutionError
 
 _SEGMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)(?P<indexes>(\[\d+\])*)$")
 _INDEX = re.compile(r"\[(\d+)\]")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from domain.recipe import Recipe
-from domain.run_events import RoutingDecision
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.run_events import RoutingDecision
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown|txt))\b")
 _SCENE_NUMBER = re.compile(r"\bscene\s+#?(\d+)\b", re.IGNORECASE)

@@ -10,13 +10,13 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from domain.aggregate import Aggregate
-from domain.canonical import preview
-from domain.errors import RunStateError
-from domain.events import DomainEvent
-from domain.recipe import AgentStep, Recipe, ToolStep
-from domain.refs import task_context
-from domain.run_events import (
+from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.canonical import preview
+from controlroom.domain.errors import RunStateError
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.recipe import AgentStep, Recipe, ToolStep
+from controlroom.domain.refs import task_context
+from controlroom.domain.run_events import (
     AgentResponded,
     DodChecked,
     DodResult,

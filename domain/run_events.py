@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.events import DomainEvent
+from controlroom.domain.events import DomainEvent
 
 Phase = Literal["a", "b"]
 
@@ -45,6 +45,7 @@ class DodResult(_Value):
 
 
 class RunStarted(DomainEvent):
+    type_name: ClassVar[str] = "RunStarted"
     recipe_id: str
     recipe: dict[str, Any]
     fingerprint: str
@@ -56,6 +57,7 @@ class RunStarted(DomainEvent):
 
 
 class StepStarted(DomainEvent):
+    type_name: ClassVar[str] = "StepStarted"
     step_index: int
     step_id: str
     phase: Phase
@@ -66,6 +68,8 @@ class StepStarted(DomainEvent):
 
 class ReceiptIssued(DomainEvent):
     """A tool ran. The full payload lives here; the slot only points at it."""
+
+    type_name: ClassVar[str] = "ReceiptIssued"
 
     receipt_id: str
     session_id: str
@@ -80,6 +84,7 @@ class ReceiptIssued(DomainEvent):
 
 
 class AgentResponded(DomainEvent):
+    type_name: ClassVar[str] = "AgentResponded"
     step_id: str
     agent_archetype: str
     agent_id: str
@@ -101,6 +106,8 @@ class AgentResponded(DomainEvent):
 class ModelAttemptFailed(DomainEvent):
     """One failed attempt at an agent's model call; `will_retry` says what happens next."""
 
+    type_name: ClassVar[str] = "ModelAttemptFailed"
+
     step_id: str
     attempt: int
     provider: str
@@ -113,6 +120,7 @@ class ModelAttemptFailed(DomainEvent):
 
 
 class SlotWritten(DomainEvent):
+    type_name: ClassVar[str] = "SlotWritten"
     slot: str
     kind: Literal["pointer", "artifact"]
     sha256: str
@@ -123,6 +131,7 @@ class SlotWritten(DomainEvent):
 
 
 class StepCompleted(DomainEvent):
+    type_name: ClassVar[str] = "StepCompleted"
     step_index: int
     step_id: str
     output_slot: str
@@ -132,6 +141,7 @@ class StepCompleted(DomainEvent):
 
 
 class StepFailed(DomainEvent):
+    type_name: ClassVar[str] = "StepFailed"
     step_index: int
     step_id: str
     error_type: str
@@ -139,25 +149,29 @@ class StepFailed(DomainEvent):
 
 
 class DodChecked(DomainEvent):
+    type_name: ClassVar[str] = "DodChecked"
     passed: bool
     results: list[DodResult]
 
 
 class RunCompleted(DomainEvent):
-    pass
+    type_name: ClassVar[str] = "RunCompleted"
 
 
 class RunFailed(DomainEvent):
+    type_name: ClassVar[str] = "RunFailed"
     error: str
     step_id: str | None = None
 
 
 class RunCancelled(DomainEvent):
+    type_name: ClassVar[str] = "RunCancelled"
     reason: str
     step_index: int
 
 
 class RunResumed(DomainEvent):
+    type_name: ClassVar[str] = "RunResumed"
     step_index: int
 
 

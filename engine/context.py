@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.ports import Clock, IdSource, RandomIds, SystemClock
-from eventstore.store import EventStore
-from models.agents import AgentDirectory
-from prompts.registry import PromptRegistry
-from recipes.catalog import RecipeCatalog
-from tools.base import ToolRegistry
-from tools.workspace import Workspace
+from controlroom.engine.ports import Clock, IdSource, RandomIds, SystemClock
+from controlroom.eventstore.store import EventStore
+from controlroom.models.agents import AgentDirectory
+from controlroom.prompts.registry import PromptRegistry
+from controlroom.recipes.catalog import RecipeCatalog
+from controlroom.tools.base import ToolRegistry
+from controlroom.tools.workspace import Workspace
 
 
 @dataclass

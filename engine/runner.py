@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from domain.dod import evaluate_dod, failure_title
-from domain.errors import ControlRoomError, PayloadTooLargeError, RunConflictError, WorkspaceError
-from domain.issue import Issue, dod_issue_id
-from domain.recipe import ToolStep
-from domain.run import AttemptFailure, Run, RunStatus
-from engine.context import Context
-from engine.steps import run_agent, run_tool
-from eventstore.store import IntegrityError, Positioned
+from controlroom.domain.dod import evaluate_dod, failure_title
+from controlroom.domain.errors import (
+    ControlRoomError,
+    PayloadTooLargeError,
+    RunConflictError,
+    WorkspaceError,
+)
+from controlroom.domain.issue import Issue, dod_issue_id
+from controlroom.domain.recipe import ToolStep
+from controlroom.domain.run import AttemptFailure, Run, RunStatus
+from controlroom.engine.context import Context
+from controlroom.engine.steps import run_agent, run_tool
+from controlroom.eventstore.store import IntegrityError, Positioned
 
 Observer = Callable[[Sequence[Positioned]], None]
 #: Receives (run_id, step_id, text) as a streaming model generates; never stored.

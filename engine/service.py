@@ -9,20 +9,20 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from domain.errors import (
+from controlroom.domain.errors import (
     MissingArgsError,
     NotRoutableError,
     RunConflictError,
     RunNotFoundError,
     UnknownRecipeError,
 )
-from domain.recipe import Recipe
-from domain.router import route
-from domain.run import Run
-from domain.run_events import RoutingDecision, TaskSpec
-from engine.context import Context
-from engine.runner import Observer, PartialSink, StepRunner
-from eventstore.store import IntegrityError
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.router import route
+from controlroom.domain.run import Run
+from controlroom.domain.run_events import RoutingDecision, TaskSpec
+from controlroom.engine.context import Context
+from controlroom.engine.runner import Observer, PartialSink, StepRunner
+from controlroom.eventstore.store import IntegrityError
 
 CANCEL_ATTEMPTS = 20
 

@@ -13,17 +13,17 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from domain.canonical import preview, sha256_json, sha256_text
-from domain.errors import ModelCallError, ModelError
-from domain.recipe import AgentStep, Ref, ToolStep
-from domain.refs import resolve_ref
-from domain.run import AgentOutcome, AttemptFailure, Run, ToolOutcome
-from domain.run_events import TokenUsage
-from engine.context import Context
-from models.agents import AgentProfile
-from models.config import Price
-from models.port import ModelRequest
-from tools.workspace import Workspace
+from controlroom.domain.canonical import preview, sha256_json, sha256_text
+from controlroom.domain.errors import ModelCallError, ModelError
+from controlroom.domain.recipe import AgentStep, Ref, ToolStep
+from controlroom.domain.refs import resolve_ref
+from controlroom.domain.run import AgentOutcome, AttemptFailure, Run, ToolOutcome
+from controlroom.domain.run_events import TokenUsage
+from controlroom.engine.context import Context
+from controlroom.models.agents import AgentProfile
+from controlroom.models.config import Price
+from controlroom.models.port import ModelRequest
+from controlroom.tools.workspace import Workspace
 
 AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
 

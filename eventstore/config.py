@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from domain.errors import StoreConfigError
+from controlroom.domain.errors import StoreConfigError
 
 STORE_VAR = "CONTROLROOM_STORE"
 MAX_EVENT_BYTES_VAR = "CONTROLROOM_MAX_EVENT_BYTES"

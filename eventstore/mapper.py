@@ -1,17 +1,21 @@
-"""Maps pydantic events to the library's stored events and back."""
+"""Maps pydantic events to the library's stored events and back.
+
+Events are stored under their declared names (`RunStarted`, `RunStarted.v2`), never under a
+module path; see `controlroom.domain.events` for names, versions and upcasters.
+"""
 
 from __future__ import annotations
 
+import orjson
 from eventsourcing.persistence import (
     JSONTranscoder,
     Mapper,
     MapperDeserialisationError,
     StoredEvent,
 )
-from eventsourcing.utils import get_topic, resolve_topic
 
-from domain.errors import PayloadTooLargeError
-from domain.events import DomainEvent
+from controlroom.domain.errors import PayloadTooLargeError
+from controlroom.domain.events import EVENT_TYPES, DomainEvent, parse_topic
 
 
 class PydanticMapper(Mapper[str]):
@@ -28,14 +32,19 @@ class PydanticMapper(Mapper[str]):
         return StoredEvent(
             originator_id=domain_event.originator_id,
             originator_version=domain_event.originator_version,
-            topic=get_topic(type(domain_event)),
+            topic=domain_event.topic(),
             state=state,
         )
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEvent:
         try:
-            cls = resolve_topic(stored_event.topic)
-            event = cls.model_validate_json(stored_event.state)
+            name, version = parse_topic(stored_event.topic)
+            cls = EVENT_TYPES.get(name)
+            if version == cls.class_version:
+                event = cls.model_validate_json(stored_event.state)
+            else:
+                _, state = EVENT_TYPES.upcast(stored_event.topic, orjson.loads(stored_event.state))
+                event = cls.model_validate(state)
             if (event.originator_id, event.originator_version) != (
                 str(stored_event.originator_id),
                 stored_event.originator_version,
@@ -46,5 +55,7 @@ class PydanticMapper(Mapper[str]):
                 f"cannot read event {stored_event.originator_id} "
                 f"v{stored_event.originator_version} ({stored_event.topic}): {exc}"
             ) from exc
-        assert isinstance(event, DomainEvent)
+        # Kept as stored: verification hashes exactly these bytes.
+        if version == cls.class_version:
+            event._stored_json = stored_event.state.decode("utf-8")
         return event

@@ -10,10 +10,10 @@ from typing import TypeVar
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Mapper, Recording
 
-from domain.aggregate import Aggregate
-from domain.events import DomainEvent
-from eventstore.config import max_event_bytes, store_env
-from eventstore.mapper import PydanticMapper
+from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.events import DomainEvent
+from controlroom.eventstore.config import max_event_bytes, store_env
+from controlroom.eventstore.mapper import PydanticMapper
 
 A = TypeVar("A", bound=Aggregate)
 

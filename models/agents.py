@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from domain.errors import ModelConfigError
-from models.config import (
+from controlroom.domain.errors import ModelConfigError
+from controlroom.models.config import (
     ModelChoice,
     ModelsConfig,
     ProviderConfig,
     load_models_config,
     role_config,
 )
-from models.port import ModelClient
+from controlroom.models.port import ModelClient
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,14 @@ class AgentProfile:
 
 def make_client(provider: str, config: ProviderConfig) -> ModelClient:
     if config.type == "offline":
-        from models.offline import OfflineModel
+        from controlroom.models.offline import OfflineModel
 
         return OfflineModel.from_env()
     if config.type == "openai":
-        from models.openai_compat import OpenAICompatibleModel
+        from controlroom.models.openai_compat import OpenAICompatibleModel
 
         return OpenAICompatibleModel(provider, config)
-    from models.anthropic_api import AnthropicModel
+    from controlroom.models.anthropic_api import AnthropicModel
 
     return AnthropicModel(provider, config)
 

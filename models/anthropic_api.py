@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import ModelCallError
-from domain.run_events import TokenUsage
-from models.config import ProviderConfig
-from models.keys import api_key
-from models.port import ModelRequest, ModelResponse, TextSink
-from models.sdk_errors import import_sdk, translated
+from controlroom.domain.errors import ModelCallError
+from controlroom.domain.run_events import TokenUsage
+from controlroom.models.config import ProviderConfig
+from controlroom.models.keys import api_key
+from controlroom.models.port import ModelRequest, ModelResponse, TextSink
+from controlroom.models.sdk_errors import import_sdk, translated
 
 DEFAULT_MAX_TOKENS = 4096
 

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from domain.errors import ModelConfigError
+from controlroom.domain.errors import ModelConfigError
 
 CONFIG_NAME = "models.json"
 OFFLINE_PROVIDER = "offline"

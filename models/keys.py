@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from domain.errors import ModelConfigError
-from models.config import ProviderConfig
+from controlroom.domain.errors import ModelConfigError
+from controlroom.models.config import ProviderConfig
 
 
 def api_key(provider: str, config: ProviderConfig) -> str | None:

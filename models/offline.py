@@ -12,11 +12,11 @@ import asyncio
 import os
 from collections.abc import Callable
 
-from domain.errors import ModelConfigError, ModelError
-from domain.run_events import TokenUsage
-from models import offline_roles
-from models.config import OFFLINE_MODEL
-from models.port import ModelRequest, ModelResponse, TextSink
+from controlroom.domain.errors import ModelConfigError, ModelError
+from controlroom.domain.run_events import TokenUsage
+from controlroom.models import offline_roles
+from controlroom.models.config import OFFLINE_MODEL
+from controlroom.models.port import ModelRequest, ModelResponse, TextSink
 
 LATENCY_VAR = "CONTROLROOM_OFFLINE_LATENCY_MS"
 

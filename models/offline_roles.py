@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from domain.canonical import sha256_text
-from tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
-from tools.builtin.prose_analyzer import prose_metrics
+from controlroom.domain.canonical import sha256_text
+from controlroom.tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
+from controlroom.tools.builtin.prose_analyzer import prose_metrics
 
 Inputs = list[tuple[str, str]]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from domain.run_events import TokenUsage
+from controlroom.domain.run_events import TokenUsage
 
 #: Receives partial output as a streaming provider generates it.
 TextSink = Callable[[str], None]

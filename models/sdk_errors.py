@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from domain.errors import ModelCallError, ModelConfigError
-from models.port import scrub
+from controlroom.domain.errors import ModelCallError, ModelConfigError
+from controlroom.models.port import scrub
 
 
 def import_sdk(provider: str, module: str, extra: str) -> ModuleType:

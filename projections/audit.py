@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domain.events import GENESIS_HASH, DomainEvent
-from eventstore.store import EventStore
-from projections.run_view import RunView, build_run_view
+from controlroom.domain.events import GENESIS_HASH, DomainEvent, parse_topic, stored_content_hash
+from controlroom.eventstore.store import EventStore
+from controlroom.projections.run_view import RunView, build_run_view
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,8 @@ def verify(store: EventStore, run_id: str) -> list[Problem]:
             previous_hash = ""
             continue
         assert isinstance(event, DomainEvent)
-        if event.content_hash() != event.event_hash:
+        name, _ = parse_topic(stored.topic)
+        if stored_content_hash(name, stored.state.decode("utf-8")) != event.event_hash:
             problems.append(
                 Problem(
                     version,

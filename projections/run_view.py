@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from domain.events import DomainEvent
-from domain.run_events import (
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.run_events import (
     AgentResponded,
     DodChecked,
     ReceiptIssued,

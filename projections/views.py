@@ -19,12 +19,12 @@ from typing import Any
 
 import orjson
 
-from domain import run_events
-from domain.events import DomainEvent
-from domain.issue import IssueClosed, IssueOpened
-from domain.run_events import ReceiptIssued
-from eventstore.store import EventStore
-from projections.run_view import RunView
+from controlroom.domain import run_events
+from controlroom.domain.events import EVENT_TYPES, DomainEvent
+from controlroom.domain.issue import IssueClosed, IssueOpened
+from controlroom.domain.run_events import ReceiptIssued
+from controlroom.eventstore.store import EventStore
+from controlroom.projections.run_view import RunView
 
 TRACKING_NAME = "views"
 SCHEMA = """
@@ -228,8 +228,7 @@ class Views:
             start=after, limit=limit, inclusive_of_start=False
         )
         return [
-            Recorded(note.id, note.topic.rpartition(":")[2], orjson.loads(note.state))
-            for note in notes
+            Recorded(note.id, *EVENT_TYPES.upcast_data(note.topic, note.state)) for note in notes
         ]
 
     def _apply(self, items: list[Recorded]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from domain.errors import PromptError
+from controlroom.domain.errors import PromptError
 
 BUNDLED_DIR = Path(__file__).parent
 TIERS = ("t1", "t3", "t5")

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domain.errors import RecipeInvalidError, RecipeProblem, UnknownRecipeError
-from domain.recipe import Recipe
-from domain.recipe_check import check_recipe, parse_recipe
+from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, UnknownRecipeError
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.recipe_check import check_recipe, parse_recipe
 
 BUNDLED_DIR = Path(__file__).parent
 SCHEMA_FILE = BUNDLED_DIR / "schema.json"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.context import Context
-from engine.service import RunService
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunService
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "novel"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import ModelError
-from eventstore.store import EventStore
-from models.offline import OfflineModel
-from models.port import ModelRequest, ModelResponse
+from controlroom.domain.errors import ModelError
+from controlroom.eventstore.store import EventStore
+from controlroom.models.offline import OfflineModel
+from controlroom.models.port import ModelRequest, ModelResponse
 
 
 class RecordingModel:

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from api.app import create_app
-from engine.context import Context
+from controlroom.api.app import create_app
+from controlroom.engine.context import Context
 
 
 @contextmanager

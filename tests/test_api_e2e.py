@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.app import ROUTES
+from controlroom.api.app import ROUTES
 from tests.conftest import APPENDIX_D_KEYS, NEEDS_SCENE_RECIPE, write_override
 from tests.live import live_server, read_sse
 
@@ -215,8 +215,8 @@ def test_recipes_and_routing_over_http(workspace: Path) -> None:
 
 
 def test_the_server_resumes_unfinished_runs_when_it_starts(workspace: Path) -> None:
-    from engine.context import Context
-    from engine.service import RunRequest, RunService
+    from controlroom.engine.context import Context
+    from controlroom.engine.service import RunRequest, RunService
 
     ctx = Context.open(workspace)
     run = RunService(ctx).start(RunRequest("structural_outline", {}))  # recorded, not executed

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from engine.context import Context
-from engine.service import RunRequest, RunService
-from models.agents import AgentDirectory
-from models.port import ModelRequest, ModelResponse
-from projections.audit import export_run, replay, verify
-from projections.views import Views
-from tools.base import ToolArgs, ToolRegistry
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.models.agents import AgentDirectory
+from controlroom.models.port import ModelRequest, ModelResponse
+from controlroom.projections.audit import export_run, replay, verify
+from controlroom.projections.views import Views
+from controlroom.tools.base import ToolArgs, ToolRegistry
 
 CLI = str(Path(sys.executable).parent / "controlroom")
 

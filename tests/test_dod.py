@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.dod import evaluate_dod
-from domain.recipe import Recipe
+from controlroom.domain.dod import evaluate_dod
+from controlroom.domain.recipe import Recipe
 
 RECIPE = Recipe.model_validate(
     {

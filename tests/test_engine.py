@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import (
+from controlroom.domain.errors import (
     MissingArgsError,
     ModelError,
     NotRoutableError,
     RunConflictError,
     UnknownRecipeError,
 )
-from domain.issue import IssueOpened
-from domain.run import Run, RunStatus
-from domain.run_events import (
+from controlroom.domain.issue import IssueOpened
+from controlroom.domain.run import Run, RunStatus
+from controlroom.domain.run_events import (
     AgentResponded,
     ReceiptIssued,
     RunStarted,
@@ -25,12 +25,12 @@ from domain.run_events import (
     StepCompleted,
     StepFailed,
 )
-from engine.context import Context
-from engine.runner import StepRunner
-from engine.service import RunRequest, RunService
-from eventstore.config import store_env
-from models.agents import AgentDirectory
-from projections.views import Views
+from controlroom.engine.context import Context
+from controlroom.engine.runner import StepRunner
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.config import store_env
+from controlroom.models.agents import AgentDirectory
+from controlroom.projections.views import Views
 from tests.conftest import write_override
 from tests.fakes import CountingStore, RecordingModel
 

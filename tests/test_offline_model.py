@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from domain.errors import ModelConfigError, ModelError
-from models.offline import OFFLINE_MODEL, OfflineModel
-from models.offline_roles import HANDLERS
-from models.port import ModelRequest
-from prompts.registry import PromptRegistry
+from controlroom.domain.errors import ModelConfigError, ModelError
+from controlroom.models.offline import OFFLINE_MODEL, OfflineModel
+from controlroom.models.offline_roles import HANDLERS
+from controlroom.models.port import ModelRequest
+from controlroom.prompts.registry import PromptRegistry
 
 CANON = "Canon: 1 cards, 2 facts, 0 conflict(s)\n- Kael: eyes = grey\n- Kael: hair = black"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import PromptError
-from prompts.registry import BUNDLED_DIR, PromptRegistry
-from recipes.catalog import RecipeCatalog
-from tools.base import ToolRegistry
+from controlroom.domain.errors import PromptError
+from controlroom.prompts.registry import BUNDLED_DIR, PromptRegistry
+from controlroom.recipes.catalog import RecipeCatalog
+from controlroom.tools.base import ToolRegistry
 
 
 def test_every_prompt_type_of_the_bundled_recipes_has_a_template() -> None:

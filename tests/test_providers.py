@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from domain.errors import ModelConfigError
-from domain.run import Run, RunStatus
-from domain.run_events import AgentResponded, ModelAttemptFailed
-from engine.context import Context
-from engine.service import RunRequest, RunService
+from controlroom.domain.errors import ModelConfigError
+from controlroom.domain.run import Run, RunStatus
+from controlroom.domain.run_events import AgentResponded, ModelAttemptFailed
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunRequest, RunService
 from tests.fake_llm import REPLY, Script, anthropic_app, openai_app, serve
 from tests.live import live_server, read_sse
 
@@ -263,7 +263,7 @@ def test_cancelling_a_run_stops_its_in_flight_model_call(workspace: Path) -> Non
 
 
 def test_the_models_schema_file_is_generated_from_the_models() -> None:
-    from models.config import SCHEMA_FILE, render_schema
+    from controlroom.models.config import SCHEMA_FILE, render_schema
 
     assert SCHEMA_FILE.read_text() == render_schema(), (
         "models/models.schema.json is stale: run `controlroom models schema > "

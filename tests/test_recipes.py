@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from domain.errors import RecipeInvalidError, UnknownRecipeError
-from domain.recipe import FileExists, Ref, SlotFieldEquals
-from domain.recipe_check import validate_recipe
-from prompts.registry import PromptRegistry
-from recipes.catalog import SCHEMA_FILE, RecipeCatalog, render_schema
+from controlroom.domain.errors import RecipeInvalidError, UnknownRecipeError
+from controlroom.domain.recipe import FileExists, Ref, SlotFieldEquals
+from controlroom.domain.recipe_check import validate_recipe
+from controlroom.prompts.registry import PromptRegistry
+from controlroom.recipes.catalog import SCHEMA_FILE, RecipeCatalog, render_schema
+from controlroom.tools.base import ToolRegistry
 from tests.conftest import FIXTURES, write_override
-from tools.base import ToolRegistry
 
 TOOLS = ToolRegistry.default().names()
 PROMPTS = PromptRegistry.for_workspace(None).prompt_types()

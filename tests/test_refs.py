@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from domain.errors import RefResolutionError
-from domain.refs import parse_ref, resolve_ref, task_context
+from controlroom.domain.errors import RefResolutionError
+from controlroom.domain.refs import parse_ref, resolve_ref, task_context
 
 TASK = task_context(
     "Draft scene 21",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from domain.recipe import Recipe
-from domain.router import initial_args_from, route
-from prompts.registry import PromptRegistry
-from recipes.catalog import RecipeCatalog
-from tools.base import ToolRegistry
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.router import initial_args_from, route
+from controlroom.prompts.registry import PromptRegistry
+from controlroom.recipes.catalog import RecipeCatalog
+from controlroom.tools.base import ToolRegistry
 
 BUNDLED = RecipeCatalog.load(
     None, ToolRegistry.default().names(), PromptRegistry.for_workspace(None).prompt_types()

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from domain.errors import RunStateError
-from domain.events import GENESIS_HASH
-from domain.recipe import Recipe
-from domain.run import AgentOutcome, Run, RunStatus, ToolOutcome
-from domain.run_events import RunStarted, StepStarted, TaskSpec, TokenUsage
+from controlroom.domain.errors import RunStateError
+from controlroom.domain.events import GENESIS_HASH
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.run import AgentOutcome, Run, RunStatus, ToolOutcome
+from controlroom.domain.run_events import RunStarted, StepStarted, TaskSpec, TokenUsage
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 RECIPE = Recipe.model_validate(

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import PayloadTooLargeError, StoreConfigError
-from domain.issue import Issue, IssueOpened
-from eventstore.config import store_env
-from eventstore.mapper import PydanticMapper
-from eventstore.store import EventStore
+from controlroom.domain.errors import PayloadTooLargeError, StoreConfigError
+from controlroom.domain.issue import Issue, IssueOpened
+from controlroom.eventstore.config import store_env
+from controlroom.eventstore.mapper import PydanticMapper
+from controlroom.eventstore.store import EventStore
 
 AT = datetime(2026, 2, 10, 14, 30, tzinfo=UTC)
 

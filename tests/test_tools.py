@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import ToolError, UnknownToolError, WorkspaceError
-from tools.base import ToolRegistry, load_plugins
-from tools.workspace import Workspace
+from controlroom.domain.errors import ToolError, UnknownToolError, WorkspaceError
+from controlroom.tools.base import ToolRegistry, load_plugins
+from controlroom.tools.workspace import Workspace
 
 REGISTRY = ToolRegistry.default(with_plugins=False)
 SCENES = [

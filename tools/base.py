@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from domain.errors import ToolError, UnknownToolError
-from tools.workspace import Workspace
+from controlroom.domain.errors import ToolError, UnknownToolError
+from controlroom.tools.workspace import Workspace
 
 ENTRY_POINT_GROUP = "controlroom.tools"
 
@@ -41,7 +41,7 @@ class ToolRegistry:
 
     @classmethod
     def default(cls, with_plugins: bool = True) -> ToolRegistry:
-        from tools.builtin import BUILTIN_TOOLS
+        from controlroom.tools.builtin import BUILTIN_TOOLS
 
         tools: list[Tool] = [tool() for tool in BUILTIN_TOOLS]
         if with_plugins:

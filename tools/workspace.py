@@ -6,7 +6,7 @@ import os
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from domain.errors import WorkspaceError
+from controlroom.domain.errors import WorkspaceError
 
 STATE_DIR = ".control-room"
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")

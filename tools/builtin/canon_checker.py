@@ -6,9 +6,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from tools.analysis import CanonCard, Conflict, facts_of, find_conflicts, parse_card
-from tools.base import ToolArgs, ToolResult
-from tools.workspace import Workspace
+from controlroom.tools.analysis import CanonCard, Conflict, facts_of, find_conflicts, parse_card
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.workspace import Workspace
 
 
 class CanonCheckerArgs(ToolArgs):

@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from tools.analysis import edit_distance_at_most_one, proper_nouns, sentences
-from tools.base import ToolArgs, ToolResult
-from tools.builtin.canon_checker import canon_digest, check_scenes, load_cards
-from tools.workspace import Workspace
+from controlroom.tools.analysis import edit_distance_at_most_one, proper_nouns, sentences
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.builtin.canon_checker import canon_digest, check_scenes, load_cards
+from controlroom.tools.workspace import Workspace
 
 
 class ConsistencyCheckerArgs(ToolArgs):

@@ -6,9 +6,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from tools.analysis import numbers_in, terms, title_of
-from tools.base import ToolArgs, ToolResult
-from tools.workspace import Workspace
+from controlroom.tools.analysis import numbers_in, terms, title_of
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.workspace import Workspace
 
 
 class FileLocatorArgs(ToolArgs):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
-from tools.analysis import numbers_in, terms, title_of
-from tools.base import ToolArgs, ToolResult
-from tools.workspace import Workspace
+from controlroom.tools.analysis import numbers_in, terms, title_of
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.workspace import Workspace
 
 _SCENE_HEADING = re.compile(r"^#{2,4}\s+(?:Scene\s+(\d+)\s*[:.\-–—]?\s*)?(.*?)\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")

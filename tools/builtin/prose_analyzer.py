@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
-from tools.analysis import (
+from controlroom.tools.analysis import (
     STOPWORDS,
     dialogue_ratio,
     flesch_reading_ease,
@@ -13,8 +13,8 @@ from tools.analysis import (
     sentences,
     words,
 )
-from tools.base import ToolArgs, ToolResult
-from tools.workspace import Workspace
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.workspace import Workspace
 
 LONG_SENTENCE_WORDS = 35
 _NOT_ADVERBS = frozenset(

@@ -5,9 +5,16 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any, ClassVar
 
-from tools.analysis import dialogue_ratio, name_set, proper_nouns, sentences, stake_cues_in, words
-from tools.base import ToolArgs, ToolResult
-from tools.workspace import Workspace
+from controlroom.tools.analysis import (
+    dialogue_ratio,
+    name_set,
+    proper_nouns,
+    sentences,
+    stake_cues_in,
+    words,
+)
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.workspace import Workspace
 
 WORDS_PER_MINUTE = 230
 CONFUSING_NEW_NAMES = 5

@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from tools.analysis import numbers_in, paragraphs, terms, title_of, words
-from tools.base import ToolArgs, ToolResult
-from tools.builtin.outline_analyzer import parse_outline
-from tools.workspace import Workspace
+from controlroom.tools.analysis import numbers_in, paragraphs, terms, title_of, words
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.builtin.outline_analyzer import parse_outline
+from controlroom.tools.workspace import Workspace
 
 _FIRST_PERSON = re.compile(r"\b(I|me|my|mine)\b")
 _THIRD_PERSON = re.compile(r"\b(he|she|his|her|they|their)\b", re.IGNORECASE)

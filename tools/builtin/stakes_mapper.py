@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
-from tools.analysis import name_set, proper_nouns, sentences, stake_cues_in
-from tools.base import ToolArgs, ToolResult
-from tools.workspace import Workspace
+from controlroom.tools.analysis import name_set, proper_nouns, sentences, stake_cues_in
+from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.workspace import Workspace
 
 
 class StakesMapperArgs(ToolArgs):

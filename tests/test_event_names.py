@@ -1,0 +1,130 @@
+"""Stable stored names, versions and upcasters; a store written by release 0.1 still reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from eventsourcing.persistence import StoredEvent
+
+from controlroom.domain.events import EVENT_TYPES, DomainEvent, parse_topic
+from controlroom.domain.run_events import RunStarted
+from controlroom.eventstore.mapper import PydanticMapper
+
+CLI = str(Path(sys.executable).parent / "controlroom")
+LEGACY = Path(__file__).parent / "fixtures" / "store_v0_1"
+AT = datetime(2026, 2, 10, 14, 30, tzinfo=UTC)
+
+
+class Greeted(DomainEvent):
+    """A test event at version 2: v1 stored `name`, v2 splits it into two fields."""
+
+    type_name: ClassVar[str] = "TestGreeted"
+    class_version: ClassVar[int] = 2
+    first: str
+    last: str
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> dict[str, Any]:
+        first, _, last = state.pop("name").partition(" ")
+        return {**state, "first": first, "last": last}
+
+
+def test_events_are_stored_under_their_declared_name_not_their_module() -> None:
+    mapper = PydanticMapper(1 << 20)
+    event = RunStarted.model_construct(originator_id="r", originator_version=1)
+    assert RunStarted.topic() == "RunStarted"
+    assert Greeted.topic() == "TestGreeted.v2"
+    assert "RunStarted" in EVENT_TYPES.names()
+    sealed = Greeted.sealed(
+        originator_id="g", originator_version=1, timestamp=AT, prev_hash="0", first="A", last="B"
+    )
+    assert mapper.to_stored_event(sealed).topic == "TestGreeted.v2"
+    assert event.type_name == "RunStarted"
+
+
+def test_topics_old_and_new_parse_to_a_name_and_version() -> None:
+    assert parse_topic("domain.run_events:RunStarted") == ("RunStarted", 1)
+    assert parse_topic("controlroom.domain.run_events:RunStarted") == ("RunStarted", 1)
+    assert parse_topic("RunStarted") == ("RunStarted", 1)
+    assert parse_topic("TestGreeted.v2") == ("TestGreeted", 2)
+
+
+def test_an_older_shape_is_upcast_when_read() -> None:
+    state = {
+        "originator_id": "g",
+        "originator_version": 1,
+        "timestamp": AT.isoformat(),
+        "prev_hash": "0",
+        "event_hash": "",
+        "name": "Ada Lovelace",
+    }
+    stored = StoredEvent("g", 1, "TestGreeted", json.dumps(state).encode())
+    event = PydanticMapper(1 << 20).to_domain_event(stored)
+    assert isinstance(event, Greeted)
+    assert (event.first, event.last) == ("Ada", "Lovelace")
+
+
+def test_an_event_must_declare_its_stored_name() -> None:
+    with pytest.raises(TypeError, match="must declare its stored name"):
+
+        class Nameless(DomainEvent):
+            x: int
+
+
+def test_two_classes_cannot_share_a_stored_name() -> None:
+    with pytest.raises(TypeError, match="is taken by"):
+
+        class Impostor(DomainEvent):
+            type_name: ClassVar[str] = "RunStarted"
+
+
+def cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CONTROLROOM_STORE": f"sqlite:///{workspace / 'legacy.sqlite'}"}
+    return subprocess.run(
+        [CLI, *args, "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+LEGACY_RUNS = {
+    "run_37f33d5ebba3c308": "done",
+    "run_a2bba5b868e9e337": "failed",
+    "run_745917163ef65f86": "cancelled",
+    "run_26583f907aa56940": "running",
+}
+
+
+def test_a_store_written_by_release_0_1_lists_replays_and_verifies(workspace: Path) -> None:
+    shutil.copy(LEGACY / "events.sqlite", workspace / "legacy.sqlite")
+    listed = json.loads(cli(workspace, "runs", "--json").stdout)
+    assert {r["run_id"]: r["status"] for r in listed} == LEGACY_RUNS
+    for run_id, status in LEGACY_RUNS.items():
+        verified = cli(workspace, "replay", run_id, "--verify")
+        assert verified.returncode == 0, verified.stderr
+        assert json.loads(verified.stdout)["status"] == status
+        shown = cli(workspace, "show", run_id, "--json")
+        assert json.loads(shown.stdout)["status"] == status
+    issues = json.loads(cli(workspace, "issues", "--json").stdout)
+    assert [i["issue_id"] for i in issues] == ["iss_b88f0a52560d70b985d1a0b1"]
+
+
+def test_a_run_killed_under_release_0_1_resumes_to_the_end(workspace: Path) -> None:
+    shutil.copy(LEGACY / "events.sqlite", workspace / "legacy.sqlite")
+    resumed = cli(workspace, "resume", "run_26583f907aa56940", "-q")
+    assert resumed.returncode == 1, resumed.stderr  # the planted canon error fails its DoD
+    shown = json.loads(cli(workspace, "show", "run_26583f907aa56940", "--json").stdout)
+    assert shown["status"] == "failed"
+    assert [s["status"] for s in shown["steps"]] == ["done"] * 4
+    assert cli(workspace, "replay", "run_26583f907aa56940", "--verify").returncode == 0
