@@ -19,7 +19,7 @@ from controlroom.domain.run_events import (
     StepFailed,
     StepStarted,
 )
-from controlroom.eventstore.store import Positioned
+from controlroom.eventstore.store import Positioned, Tracking
 
 
 class ProgressPrinter:
@@ -31,8 +31,10 @@ class ProgressPrinter:
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def __call__(self, batch: Sequence[Positioned]) -> None:
-        for item in batch:
+    def __call__(
+        self, *, committed: Sequence[Positioned], tracking: Tracking | None, **future: object
+    ) -> None:
+        for item in committed:
             self.render(item)
 
     def render(self, item: Positioned) -> None:

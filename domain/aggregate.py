@@ -48,6 +48,10 @@ class Aggregate:
         """Evolve state from one event. Subclasses dispatch on the event type."""
         raise NotImplementedError
 
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
     def collect_events(self) -> list[DomainEvent]:
         pending, self._pending = self._pending, []
         return pending

@@ -92,7 +92,3 @@ def _evidence(value: Any, limit: int = 4000) -> Any:
     if len(text) <= limit:
         return value
     return text[:limit] + "…"
-
-
-def failure_title(recipe_id: str, result: DodResult) -> str:
-    return f"DoD failed in {recipe_id}: {result.detail}"

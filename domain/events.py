@@ -20,6 +20,7 @@ upcasters to apply; the hash chain always covers the bytes as they were stored.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
@@ -137,6 +138,17 @@ class EventTypes:
     def names(self) -> frozenset[str]:
         return frozenset(self._by_name)
 
+    def topics_for(self, names: Iterable[str]) -> list[str]:
+        """Every stored topic an event of these names may have: each version's, and the
+        module-path topic release 0.1 wrote (for filtering the log by type)."""
+        topics: list[str] = []
+        for name in names:
+            cls = self.get(name)
+            topics.append(name)
+            topics.extend(f"{name}.v{v}" for v in range(2, cls.class_version + 1))
+            topics.extend(t for t, n in LEGACY_TOPICS.items() if n == name)
+        return topics
+
     def get(self, name: str) -> type[DomainEvent]:
         try:
             return self._by_name[name]
@@ -183,3 +195,16 @@ def parse_topic(topic: str) -> tuple[str, int]:
 
 
 EVENT_TYPES = EventTypes()
+
+#: The topics release 0.1 stored events under (module paths), by stored name.
+LEGACY_TOPICS = {
+    f"{module}:{name}": name
+    for module, names in {
+        "domain.run_events": (
+            "RunStarted StepStarted ReceiptIssued AgentResponded ModelAttemptFailed SlotWritten "
+            "StepCompleted StepFailed DodChecked RunCompleted RunFailed RunCancelled RunResumed"
+        ),
+        "domain.issue": "IssueOpened IssueClosed",
+    }.items()
+    for name in names.split()
+}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.run_events import DodResult
 
 
 class IssueOpened(DomainEvent):
@@ -55,3 +57,36 @@ class Issue(Aggregate):
             self.run_id = event.run_id
         elif isinstance(event, IssueClosed):
             self.status = "closed"
+
+
+def open_dod_issues(
+    run_id: str,
+    recipe_id: str,
+    session_id: str,
+    at: datetime,
+    results: list[DodResult],
+    already_open: Callable[[str], bool],
+) -> list[Issue]:
+    """The decision of the DoD-issue policy: one issue per failed check, unless it is open
+    already. `at` is the time of the DodChecked event, so whichever process reacts records
+    exactly the same issue."""
+    opened = []
+    for result in results:
+        issue_id = dod_issue_id(run_id, result.index)
+        if result.passed or already_open(issue_id):
+            continue
+        opened.append(
+            Issue.open(
+                issue_id,
+                at,
+                kind="dod_failure",
+                title=f"DoD failed in {recipe_id}: {result.detail}",
+                detail=result.detail,
+                run_id=run_id,
+                session_id=session_id,
+                recipe_id=recipe_id,
+                check=result.check,
+                evidence=result.evidence,
+            )
+        )
+    return opened

@@ -3,44 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, SerializeAsAny, Tag
 
 from controlroom.domain.canonical import sha256_json
 from controlroom.domain.refs import parse_ref
+from controlroom.domain.steps import (
+    STEP_KINDS,
+    AgentStep,
+    Phase,
+    Ref,
+    StepSpec,
+    ToolStep,
+    kind_of,
+)
+
+__all__ = ["AgentStep", "Recipe", "Ref", "StepSpec", "ToolStep"]
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
-class Ref(_Frozen):
-    """`{"$ref": "path"}`: a value resolved at run time from task metadata or a slot."""
-
-    ref: str = Field(alias="$ref", min_length=1)
-
-
-ArgValue = Annotated[Ref | JsonValue, Field(union_mode="left_to_right")]
-
-
-class ToolStep(_Frozen):
-    """Phase A: the system runs a tool, no model."""
-
-    step_id: str = Field(min_length=1)
-    tool: str = Field(min_length=1)
-    args: dict[str, ArgValue] = Field(default_factory=dict)
-    output_slot: str = Field(min_length=1)
-
-
-class AgentStep(_Frozen):
-    """Phase B: a role agent reads slots and writes one."""
-
-    step_id: str = Field(min_length=1)
-    agent_archetype: str = Field(min_length=1)
-    input_slots: list[str] = Field(default_factory=list)
-    output_slot: str = Field(min_length=1)
-    prompt_type: str = Field(min_length=1)
 
 
 class SlotNotNull(_Frozen):
@@ -63,6 +46,28 @@ class FileExists(_Frozen):
 DodCheck = Annotated[SlotNotNull | SlotFieldEquals | FileExists, Field(discriminator="check")]
 
 
+def _phase_entry(phase: Phase) -> Any:
+    """The union of every registered step kind, told apart by `kind` (or the phase default)."""
+    # Built at run time from the registry; typed as Any so the checker does not read these
+    # subscriptions as static type expressions.
+    union: Any = Union
+    annotated: Any = Annotated
+    as_any: Any = SerializeAsAny
+    members = tuple(
+        annotated[cls, Tag(f"kind={cls.model_fields['kind'].default}")]
+        for cls in STEP_KINDS.classes()
+    )
+    return as_any[annotated[union[members], Discriminator(kind_of(phase))]]
+
+
+if TYPE_CHECKING:
+    PhaseAEntry = StepSpec
+    PhaseBEntry = StepSpec
+else:
+    PhaseAEntry = _phase_entry("a")
+    PhaseBEntry = _phase_entry("b")
+
+
 class Recipe(_Frozen):
     """A static, declarative execution plan for one task type (appendix B)."""
 
@@ -70,31 +75,46 @@ class Recipe(_Frozen):
     label: str = ""
     description: str | None = None
     task_patterns: list[str] = Field(default_factory=list)
-    phase_a: list[ToolStep] = Field(default_factory=list)
-    phase_b: list[AgentStep] = Field(default_factory=list)
+    phase_a: list[PhaseAEntry] = Field(default_factory=list)
+    phase_b: list[PhaseBEntry] = Field(default_factory=list)
     dod: list[DodCheck] = Field(default_factory=list)
 
     @property
-    def steps(self) -> list[ToolStep | AgentStep]:
+    def steps(self) -> list[StepSpec]:
         return [*self.phase_a, *self.phase_b]
+
+    def phase_of(self, index: int) -> Phase:
+        return "a" if index < len(self.phase_a) else "b"
+
+    def agent_archetypes(self) -> set[str]:
+        return {s.agent_archetype for s in self.steps if isinstance(s, AgentStep)}
 
     @property
     def total_steps(self) -> int:
         return len(self.phase_a) + len(self.phase_b)
 
     def snapshot(self) -> dict[str, Any]:
-        """The recipe as JSON data, exactly what a run records and a fingerprint hashes."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The recipe as JSON data, exactly what a run records and a fingerprint hashes.
+
+        A step of its phase's default kind is written without `kind`, as appendix B has it,
+        so fingerprints of recipes in that format do not change."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for phase in ("a", "b"):
+            default = STEP_KINDS.default_for("a" if phase == "a" else "b")
+            for entry in data[f"phase_{phase}"]:
+                if entry.get("kind") == default:
+                    del entry["kind"]
+        return data
 
     def fingerprint(self) -> str:
         return "sha256:" + sha256_json(self.snapshot())
 
     def refs(self) -> Iterator[tuple[str, str]]:
         """Every `$ref` path in the recipe with the JSON path where it stands."""
-        for i, step in enumerate(self.phase_a):
-            for name, value in step.args.items():
-                if isinstance(value, Ref):
-                    yield f"$.phase_a[{i}].args.{name}.$ref", value.ref
+        for phase, steps in (("phase_a", self.phase_a), ("phase_b", self.phase_b)):
+            for i, step in enumerate(steps):
+                for where, ref in step.refs():
+                    yield f"$.{phase}[{i}].{where}", ref
         for i, check in enumerate(self.dod):
             if isinstance(check, FileExists) and isinstance(check.path, Ref):
                 yield f"$.dod[{i}].path.$ref", check.path.ref
@@ -107,3 +127,14 @@ class Recipe(_Frozen):
             if arg is not None:
                 names.add(arg)
         return names
+
+
+def _rebuild_recipe_model() -> None:
+    """A step kind registered later (a plugin, a test) joins the recipe model's unions."""
+    Recipe.model_rebuild(
+        force=True,
+        _types_namespace={"PhaseAEntry": _phase_entry("a"), "PhaseBEntry": _phase_entry("b")},
+    )
+
+
+STEP_KINDS.on_change(_rebuild_recipe_model)

@@ -9,14 +9,13 @@ from pydantic import ValidationError
 
 from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
 from controlroom.domain.recipe import (
-    AgentStep,
     FileExists,
     Recipe,
     SlotFieldEquals,
     SlotNotNull,
-    ToolStep,
 )
 from controlroom.domain.refs import TASK_FIELDS, TASK_ROOT, parse_ref
+from controlroom.domain.steps import KnownNames, StepSpec
 
 
 def json_path(loc: tuple[int | str, ...]) -> str:
@@ -73,7 +72,8 @@ def check_recipe(
 
     written: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
-    phases: list[tuple[str, Sequence[ToolStep | AgentStep]]] = [
+    known = KnownNames(frozenset(known_tools), frozenset(known_prompts))
+    phases: list[tuple[str, Sequence[StepSpec]]] = [
         ("phase_a", recipe.phase_a),
         ("phase_b", recipe.phase_b),
     ]
@@ -83,22 +83,16 @@ def check_recipe(
             if step.step_id in seen_ids:
                 problem(f"{here}.step_id", f"duplicate step id '{step.step_id}'")
             seen_ids[step.step_id] = here
-            if isinstance(step, ToolStep):
-                if step.tool not in known_tools:
-                    problem(f"{here}.tool", f"unknown tool '{step.tool}'")
-                for name, value in step.args.items():
-                    ref = getattr(value, "ref", None)
-                    if ref is not None:
-                        _check_ref(ref, f"{here}.args.{name}.$ref", written, problem)
-            elif isinstance(step, AgentStep):
-                if step.prompt_type not in known_prompts:
-                    problem(f"{here}.prompt_type", f"unknown prompt type '{step.prompt_type}'")
-                for j, slot in enumerate(step.input_slots):
-                    if slot not in written:
-                        problem(
-                            f"{here}.input_slots[{j}]",
-                            f"reads slot '{slot}' before any step writes it",
-                        )
+            for where, message in step.problems(known):
+                problem(f"{here}.{where}", message)
+            for where, ref in step.refs():
+                _check_ref(ref, f"{here}.{where}", written, problem)
+            for j, slot in enumerate(step.slots_read()):
+                if slot not in written:
+                    problem(
+                        f"{here}.input_slots[{j}]",
+                        f"reads slot '{slot}' before any step writes it",
+                    )
             slot = step.output_slot
             if slot == TASK_ROOT:
                 problem(f"{here}.output_slot", "'task' is reserved for task metadata")

@@ -8,22 +8,28 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import JsonValue
-
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import preview
 from controlroom.domain.errors import RunStateError
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.recipe import AgentStep, Recipe, ToolStep
+from controlroom.domain.flow import Performed, flow_for, instance_id
+from controlroom.domain.outcomes import (
+    AgentOutcome,
+    AttemptFailure,
+    StepOutcome,
+    ToolOutcome,
+    Waiting,
+)
+from controlroom.domain.recipe import Recipe
 from controlroom.domain.refs import task_context
 from controlroom.domain.run_events import (
-    AgentResponded,
     DodChecked,
     DodResult,
     ModelAttemptFailed,
     ReceiptIssued,
     RoutingDecision,
     RunCancelled,
+    RunClaimed,
     RunCompleted,
     RunFailed,
     RunResumed,
@@ -32,9 +38,20 @@ from controlroom.domain.run_events import (
     StepCompleted,
     StepFailed,
     StepStarted,
+    StepWaiting,
     TaskSpec,
-    TokenUsage,
 )
+from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
+
+__all__ = [
+    "AgentOutcome",
+    "AttemptFailure",
+    "Run",
+    "RunStatus",
+    "StepInstance",
+    "ToolOutcome",
+    "Waiting",
+]
 
 
 class RunStatus(StrEnum):
@@ -49,48 +66,12 @@ FINISHED = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
 
 
 @dataclass(frozen=True)
-class ToolOutcome:
-    """What a tool produced, computed by the engine before any event is made."""
+class StepInstance:
+    """One performance of a recipe step: `draft`, or `draft#2` when it runs again."""
 
-    receipt_id: str
-    args: dict[str, JsonValue]
-    input_slot_refs: list[str]
-    output: JsonValue
-    output_sha256: str
-    summary: str
-    duration_ms: float
-
-
-@dataclass(frozen=True)
-class AgentOutcome:
-    """What an agent answered, with everything needed to audit the call."""
-
-    agent_id: str
-    tier: str
-    provider: str
-    model: str
-    prompt_variant: str
-    prompt_hash: str
-    input_slot_refs: list[str]
-    output: str
-    output_sha256: str
-    summary: str
-    usage: TokenUsage
-    latency_ms: float
-    attempts: int = 1
-    cost_usd: float | None = None
-
-
-@dataclass(frozen=True)
-class AttemptFailure:
-    attempt: int
-    provider: str
-    model: str
-    kind: str
-    status: int | None
-    message: str
-    will_retry: bool
-    retry_in_s: float
+    index: int
+    instance_id: str
+    step: StepSpec
 
 
 def slot_value_of_text(text: str) -> Any:
@@ -115,9 +96,13 @@ class Run(Aggregate):
         self.task = TaskSpec(description="")
         self.session_id = ""
         self.trace_id = ""
+        self.owner = ""
         self.error: str | None = None
-        self.step_in_progress: int | None = None
-        self.completed_steps: set[int] = set()
+        #: The step instance being performed (or waited on), None between steps and after.
+        self.current: StepInstance | None = None
+        self.waiting_on: str | None = None
+        self.history: list[Performed] = []
+        self.times_started: dict[str, int] = {}
         self.slot_values: dict[str, Any] = {}
         #: What an agent is shown of each slot: a pointer's summary, an artifact's text.
         self.slot_texts: dict[str, str] = {}
@@ -150,93 +135,80 @@ class Run(Aggregate):
             trace_id=trace_id,
             total_steps=recipe.total_steps,
         )
-        run._start_step(0, at)
+        run._start_next(at)
         return run
 
-    def next_step(self) -> tuple[int, ToolStep | AgentStep] | None:
-        """The step the engine must perform now, or None when all steps are done."""
+    def claim(self, at: datetime, owner: str) -> None:
+        """A process takes the run over; recorded with its next commit."""
+        self._check_running("be claimed")
+        if owner != self.owner:
+            self._trigger(RunClaimed, at, owner=owner)
+
+    def next_step(self) -> StepInstance | None:
+        """The step instance the engine must perform now; None when the steps are done or
+        the current one is waiting for another aggregate."""
         self._check_running("advance")
-        if self.step_in_progress is None:
+        if self.current is None or self.waiting_on is not None:
             return None
-        return self.step_in_progress, self.recipe_steps[self.step_in_progress]
+        return self.current
+
+    @property
+    def is_waiting(self) -> bool:
+        return self.waiting_on is not None
+
+    @property
+    def steps_done(self) -> bool:
+        return self.status == RunStatus.RUNNING and self.current is None
 
     def resume(self, at: datetime) -> None:
         self._check_running("resume")
         self._trigger(RunResumed, at, step_index=self.current_step_index)
 
+    def complete_step(self, at: datetime, outcome: StepOutcome) -> None:
+        """Record what the current step produced, and start the next one (same commit)."""
+        current = self._expect_current()
+        if self.waiting_on is not None:
+            raise RunStateError(self.id, f"waiting on '{self.waiting_on}'", "complete it here")
+        self._record_outcome(at, current, outcome)
+
+    # The two bundled kinds, by name: kept for readers of the aggregate's API.
     def complete_tool_step(self, at: datetime, outcome: ToolOutcome) -> None:
-        index, step = self._expect_step(ToolStep)
-        assert isinstance(step, ToolStep)
-        self._trigger(
-            ReceiptIssued,
-            at,
-            receipt_id=outcome.receipt_id,
-            session_id=self.session_id,
-            step_id=step.step_id,
-            tool=step.tool,
-            args=outcome.args,
-            input_slot_refs=outcome.input_slot_refs,
-            output=outcome.output,
-            output_sha256=outcome.output_sha256,
-            summary=outcome.summary,
-            duration_ms=outcome.duration_ms,
-        )
-        self._trigger(
-            SlotWritten,
-            at,
-            slot=step.output_slot,
-            kind="pointer",
-            receipt_id=outcome.receipt_id,
-            sha256=outcome.output_sha256,
-            summary=outcome.summary,
-        )
-        self._finish_step(
-            at, index, step, outcome.output_sha256, outcome.summary, outcome.input_slot_refs
-        )
+        self._expect_current(ToolStep)
+        self.complete_step(at, outcome)
 
     def complete_agent_step(self, at: datetime, outcome: AgentOutcome) -> None:
-        index, step = self._expect_step(AgentStep)
-        assert isinstance(step, AgentStep)
+        self._expect_current(AgentStep)
+        self.complete_step(at, outcome)
+
+    def wait(self, at: datetime, waiting: Waiting) -> None:
+        """The current step waits for an event of another aggregate."""
+        current = self._expect_current()
+        if self.waiting_on is not None:
+            return
         self._trigger(
-            AgentResponded,
+            StepWaiting,
             at,
-            step_id=step.step_id,
-            agent_archetype=step.agent_archetype,
-            agent_id=outcome.agent_id,
-            tier=outcome.tier,
-            provider=outcome.provider,
-            model=outcome.model,
-            prompt_type=step.prompt_type,
-            prompt_variant=outcome.prompt_variant,
-            prompt_hash=outcome.prompt_hash,
-            input_slot_refs=outcome.input_slot_refs,
-            output=outcome.output,
-            output_sha256=outcome.output_sha256,
-            usage=outcome.usage,
-            latency_ms=outcome.latency_ms,
-            attempts=outcome.attempts,
-            cost_usd=outcome.cost_usd,
-        )
-        self._trigger(
-            SlotWritten,
-            at,
-            slot=step.output_slot,
-            kind="artifact",
-            agent_id=outcome.agent_id,
-            text=outcome.output,
-            sha256=outcome.output_sha256,
-            summary=outcome.summary,
-        )
-        self._finish_step(
-            at, index, step, outcome.output_sha256, outcome.output, outcome.input_slot_refs
+            instance_id=current.instance_id,
+            step_id=current.step.step_id,
+            reason=waiting.reason,
+            awaiting=waiting.awaiting,
         )
 
+    def deliver(self, at: datetime, instance: str, outcome: StepOutcome) -> bool:
+        """A policy delivers what a waiting step waited for. Returns False, recording
+        nothing, when that instance is not (or no longer) waiting: delivery is idempotent."""
+        if self.status != RunStatus.RUNNING or self.waiting_on != instance:
+            return False
+        assert self.current is not None
+        self._record_outcome(at, self.current, outcome)
+        return True
+
     def record_model_attempt(self, at: datetime, failure: AttemptFailure) -> None:
-        _, step = self._expect_step(AgentStep)
+        current = self._expect_current(AgentStep)
         self._trigger(
             ModelAttemptFailed,
             at,
-            step_id=step.step_id,
+            step_id=current.step.step_id,
             attempt=failure.attempt,
             provider=failure.provider,
             model=failure.model,
@@ -249,22 +221,22 @@ class Run(Aggregate):
 
     def fail_step(self, at: datetime, error_type: str, error: str) -> None:
         """A step failed: the pipeline halts and the user decides (guarantee 6)."""
-        index, step = self._expect_step(ToolStep, AgentStep)
+        current = self._expect_current()
+        step_id = current.step.step_id
         self._trigger(
             StepFailed,
             at,
-            step_index=index,
-            step_id=step.step_id,
+            step_index=current.index,
+            step_id=step_id,
+            instance_id=current.instance_id,
             error_type=error_type,
             error=error,
         )
-        self._trigger(
-            RunFailed, at, error=f"step '{step.step_id}' failed: {error}", step_id=step.step_id
-        )
+        self._trigger(RunFailed, at, error=f"step '{step_id}' failed: {error}", step_id=step_id)
 
     def record_dod(self, at: datetime, results: list[DodResult]) -> None:
         self._check_running("check its Definition of Done")
-        if self.step_in_progress is not None:
+        if self.current is not None:
             raise RunStateError(self.id, "still running steps", "check its Definition of Done")
         passed = all(r.passed for r in results)
         self._trigger(DodChecked, at, passed=passed, results=results)
@@ -281,7 +253,7 @@ class Run(Aggregate):
     # -- queries ----------------------------------------------------------------------------
 
     @property
-    def recipe_steps(self) -> list[ToolStep | AgentStep]:
+    def recipe_steps(self) -> list[StepSpec]:
         assert self.recipe is not None
         return self.recipe.steps
 
@@ -298,53 +270,54 @@ class Run(Aggregate):
         if self.status != RunStatus.RUNNING:
             raise RunStateError(self.id, self.status.value, wanted)
 
-    def _expect_step(self, *kinds: type) -> tuple[int, ToolStep | AgentStep]:
-        current = self.next_step()
+    def _expect_current(self, *kinds: type[StepSpec]) -> StepInstance:
+        self._check_running("complete a step")
+        current = self.current
         if current is None:
             raise RunStateError(self.id, "past its last step", "complete a step")
-        index, step = current
-        if not isinstance(step, kinds) or index in self.completed_steps:
-            raise RunStateError(self.id, f"at step {index}", "complete that step again")
-        return index, step
+        if kinds and not isinstance(current.step, kinds):
+            raise RunStateError(
+                self.id, f"at a {current.step.kind} step", "complete it as another kind"
+            )
+        return current
 
-    def _start_step(self, index: int, at: datetime) -> None:
-        if index >= self.total_steps:
+    def _record_outcome(self, at: datetime, current: StepInstance, outcome: StepOutcome) -> None:
+        for event_class, fields in outcome.events(current.step, self.session_id):
+            self._trigger(event_class, at, **fields)
+        step = current.step
+        self._trigger(
+            StepCompleted,
+            at,
+            step_index=current.index,
+            step_id=step.step_id,
+            instance_id=current.instance_id,
+            output_slot=step.output_slot,
+            output_hash=f"sha256:{outcome.output_sha256}",
+            output_preview=preview(outcome.preview_source()),
+            input_slot_refs=outcome.input_slot_refs,
+        )
+        # Recorded in the same commit as this completion, so one commit per step suffices
+        # and readers still see which step is running.
+        self._start_next(at)
+
+    def _start_next(self, at: datetime) -> None:
+        assert self.recipe is not None
+        index = flow_for(self.recipe).next_index(self.recipe, self.history)
+        if index is None:
             return
-        step = self.recipe_steps[index]
-        is_tool = isinstance(step, ToolStep)
+        step = self.recipe.steps[index]
         self._trigger(
             StepStarted,
             at,
             step_index=index,
             step_id=step.step_id,
-            phase="a" if is_tool else "b",
+            instance_id=instance_id(step.step_id, self.times_started.get(step.step_id, 0)),
+            kind=step.kind,
+            phase=self.recipe.phase_of(index),
             tool=step.tool if isinstance(step, ToolStep) else None,
             agent_archetype=step.agent_archetype if isinstance(step, AgentStep) else None,
             output_slot=step.output_slot,
         )
-
-    def _finish_step(
-        self,
-        at: datetime,
-        index: int,
-        step: ToolStep | AgentStep,
-        sha: str,
-        text: str,
-        input_refs: list[str],
-    ) -> None:
-        self._trigger(
-            StepCompleted,
-            at,
-            step_index=index,
-            step_id=step.step_id,
-            output_slot=step.output_slot,
-            output_hash=f"sha256:{sha}",
-            output_preview=preview(text),
-            input_slot_refs=input_refs,
-        )
-        # Recorded in the same commit as this completion, so one commit per step suffices
-        # and readers still see which step is running.
-        self._start_step(index + 1, at)
 
     # -- evolution --------------------------------------------------------------------------
 
@@ -361,10 +334,18 @@ class Run(Aggregate):
         self.trace_id = e.trace_id
         self.total_steps = e.total_steps
 
+    def _on_claimed(self, e: RunClaimed) -> None:
+        self.owner = e.owner
+
     def _on_step_started(self, e: StepStarted) -> None:
-        self.step_in_progress = e.step_index
+        step = self.recipe_steps[e.step_index]
+        self.current = StepInstance(e.step_index, e.instance_id or e.step_id, step)
+        self.times_started[e.step_id] = self.times_started.get(e.step_id, 0) + 1
         self.current_step_index = e.step_index
         self.phase = e.phase
+
+    def _on_step_waiting(self, e: StepWaiting) -> None:
+        self.waiting_on = e.instance_id
 
     def _on_receipt(self, e: ReceiptIssued) -> None:
         self.receipt_outputs[e.receipt_id] = e.output
@@ -379,8 +360,9 @@ class Run(Aggregate):
             self.slot_texts[e.slot] = e.text or ""
 
     def _on_step_completed(self, e: StepCompleted) -> None:
-        self.completed_steps.add(e.step_index)
-        self.step_in_progress = None
+        self.history.append(Performed(e.step_index, e.step_id, e.instance_id or e.step_id))
+        self.current = None
+        self.waiting_on = None
 
     def _on_dod(self, e: DodChecked) -> None:
         self.dod_results = list(e.results)
@@ -398,12 +380,15 @@ class Run(Aggregate):
         self.status = status
         self.error = error
         self.phase = None
-        self.step_in_progress = None
+        self.current = None
+        self.waiting_on = None
 
 
 _APPLIERS: dict[type[DomainEvent], Any] = {
     RunStarted: Run._on_started,
+    RunClaimed: Run._on_claimed,
     StepStarted: Run._on_step_started,
+    StepWaiting: Run._on_step_waiting,
     ReceiptIssued: Run._on_receipt,
     SlotWritten: Run._on_slot,
     StepCompleted: Run._on_step_completed,

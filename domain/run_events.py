@@ -60,6 +60,11 @@ class StepStarted(DomainEvent):
     type_name: ClassVar[str] = "StepStarted"
     step_index: int
     step_id: str
+    #: `draft` the first time a recipe step runs in a run, `draft#2` the second, ...
+    #: Empty in events written before steps could repeat: read it as the step id.
+    instance_id: str = ""
+    #: The step's kind (`tool`, `agent`, ...); empty in older events: read it from the phase.
+    kind: str = ""
     phase: Phase
     tool: str | None = None
     agent_archetype: str | None = None
@@ -134,6 +139,7 @@ class StepCompleted(DomainEvent):
     type_name: ClassVar[str] = "StepCompleted"
     step_index: int
     step_id: str
+    instance_id: str = ""
     output_slot: str
     output_hash: str
     output_preview: str
@@ -144,6 +150,7 @@ class StepFailed(DomainEvent):
     type_name: ClassVar[str] = "StepFailed"
     step_index: int
     step_id: str
+    instance_id: str = ""
     error_type: str
     error: str
 
@@ -173,6 +180,26 @@ class RunCancelled(DomainEvent):
 class RunResumed(DomainEvent):
     type_name: ClassVar[str] = "RunResumed"
     step_index: int
+
+
+class RunClaimed(DomainEvent):
+    """A process took the run over to advance it. `owner` names it (`host:pid`) so a run
+    whose owner is gone can be told from one that is advancing; workers will renew it as a
+    lease."""
+
+    type_name: ClassVar[str] = "RunClaimed"
+    owner: str
+
+
+class StepWaiting(DomainEvent):
+    """The step waits for an event of another aggregate (a child run finishing, a human
+    answering); a policy delivers it, and the step completes then."""
+
+    type_name: ClassVar[str] = "StepWaiting"
+    instance_id: str
+    step_id: str
+    reason: str
+    awaiting: dict[str, Any] = Field(default_factory=dict)
 
 
 TERMINAL_EVENTS = (RunCompleted, RunFailed, RunCancelled)

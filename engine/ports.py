@@ -23,3 +23,11 @@ class IdSource(Protocol):
 class RandomIds:
     def new(self, prefix: str) -> str:
         return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def process_owner() -> str:
+    """Names this process as the owner of the runs it advances: `host:pid`."""
+    import os
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"

@@ -3,104 +3,103 @@
 Guarantees (seed 000): phase A then phase B in order, each step's output cached before
 the next runs; receipts for every tool call linked to the session; prompts built only
 from the template and the step's slots; a failed agent halts the pipeline with no
-automatic retry; the DoD is evaluated after the last step and every failure opens an
-issue. A crash at any instant loses at most the step in flight, which resume redoes.
+automatic retry; the DoD is evaluated after the last step. A crash at any instant loses at
+most the step in flight, which resume redoes. Issues for failed DoD checks are opened by
+a tracked policy reacting to `DodChecked` (engine/policies.py), not here.
+
+The loop knows no step kind: it asks the run for the next step instance, hands it to the
+performer registered for its kind, and gives the run the outcome.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Callable
 
-from controlroom.domain.dod import evaluate_dod, failure_title
+from controlroom.domain.dod import evaluate_dod
 from controlroom.domain.errors import (
     ControlRoomError,
     PayloadTooLargeError,
     RunConflictError,
     WorkspaceError,
 )
-from controlroom.domain.issue import Issue, dod_issue_id
-from controlroom.domain.recipe import ToolStep
-from controlroom.domain.run import AttemptFailure, Run, RunStatus
+from controlroom.domain.outcomes import AttemptFailure, Waiting
+from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
-from controlroom.engine.steps import run_agent, run_tool
-from controlroom.eventstore.store import IntegrityError, Positioned
-
-Observer = Callable[[Sequence[Positioned]], None]
-#: Receives (run_id, step_id, text) as a streaming model generates; never stored.
-PartialSink = Callable[[str, str, str], None]
-
-
-def _ignore(_: Sequence[Positioned]) -> None:
-    return None
+from controlroom.engine.hooks import PartialHook, ignore_partial
+from controlroom.engine.performers import PERFORMERS, Execution, Performers
+from controlroom.eventstore.store import IntegrityError
 
 
 class StepRunner:
     def __init__(
         self,
         ctx: Context,
-        observer: Observer | None = None,
-        on_partial: PartialSink | None = None,
+        on_partial: PartialHook | None = None,
+        *,
+        offload: bool = False,
+        performers: Performers = PERFORMERS,
     ) -> None:
         self.ctx = ctx
-        self.observer = observer or _ignore
-        self.on_partial = on_partial
+        self.on_partial = on_partial or ignore_partial
+        #: In the server, store I/O runs in a worker thread so the event loop keeps serving.
+        self.offload = offload
+        self.performers = performers
 
     def save(self, run: Run) -> None:
         """Commit the run's pending events; another writer's commit first is a conflict."""
         try:
-            recordings = self.ctx.store.commit(run)
+            self.ctx.store.save(run)
         except IntegrityError:
             raise RunConflictError(run.id) from None
-        self.observer(
-            [
-                Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
-                for r in recordings
-            ]
-        )
+
+    async def _save(self, run: Run) -> None:
+        if self.offload:
+            await asyncio.to_thread(self.save, run)
+        else:
+            self.save(run)
 
     async def execute(self, run: Run) -> Run:
-        """Advance the run until it finishes. Returns the run in its final state."""
-        # Every step of this execution reads the same snapshot of the workspace files.
-        workspace = self.ctx.workspace.snapshot()
-        # Resolved once per execution: every agent call names its model explicitly, and a
-        # role that cannot be served fails here, before any step runs.
+        """Advance the run until it finishes or waits. Returns the run as it then is."""
         assert run.recipe is not None
-        profiles = self.ctx.agents.check(s.agent_archetype for s in run.recipe.phase_b)
+        execution = Execution(
+            ctx=self.ctx,
+            run=run,
+            workspace=self.ctx.workspace.snapshot(),
+            # A role that cannot be served fails here, before any step runs.
+            profiles=self.ctx.agents.check(run.recipe.agent_archetypes()),
+            record_attempt=self._attempt_recorder(run),
+            on_partial=self.on_partial,
+        )
         while not run.is_finished:
             current = run.next_step()
             if current is None:
+                if run.is_waiting:
+                    break  # a policy delivers what it waits for; then it runs on
                 self._check_dod(run)
-                self.save(run)
+                await self._save(run)
                 break
-            _, step = current
             try:
-                if isinstance(step, ToolStep):
-                    tool_outcome = run_tool(self.ctx, workspace, run, step)
-                    run.complete_tool_step(self.ctx.clock.now(), tool_outcome)
+                performer = self.performers.for_kind(current.step.kind)
+                result = await performer(execution, current)
+                if isinstance(result, Waiting):
+                    run.wait(self.ctx.clock.now(), result)
                 else:
-                    outcome = await run_agent(
-                        self.ctx,
-                        run,
-                        step,
-                        profiles[step.agent_archetype],
-                        self._attempt_recorder(run),
-                        self._partial_sink(run),
-                    )
-                    run.complete_agent_step(self.ctx.clock.now(), outcome)
-                if run.next_step() is None:
-                    self._check_dod(run)  # same commit as the last step
-                self.save(run)
+                    run.complete_step(self.ctx.clock.now(), result)
+                    if run.steps_done:
+                        self._check_dod(run)  # same commit as the last step
+                await self._save(run)
             except RunConflictError:
                 return self._after_conflict(run)
             except PayloadTooLargeError as exc:
                 run = self._reload(run)
+                execution.run = run
                 run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
-                self.save(run)
+                await self._save(run)
             except ControlRoomError as exc:
                 # Guarantee 6: the pipeline halts and reports; the user decides what next.
                 run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
-                self.save(run)
-        self.open_issues(run)
+                await self._save(run)
         return run
 
     def _attempt_recorder(self, run: Run) -> Callable[[AttemptFailure], None]:
@@ -110,12 +109,6 @@ class StepRunner:
             self.save(run)
 
         return record
-
-    def _partial_sink(self, run: Run) -> Callable[[str, str], None] | None:
-        if self.on_partial is None:
-            return None
-        sink = self.on_partial
-        return lambda step_id, text: sink(run.id, step_id, text)
 
     def _check_dod(self, run: Run) -> None:
         assert run.recipe is not None
@@ -139,33 +132,3 @@ class StepRunner:
         if fresh.status == RunStatus.CANCELLED:
             return fresh  # cancelled by someone else: stop here, nothing to record
         raise RunConflictError(run.id)
-
-    def open_issues(self, run: Run) -> list[str]:
-        """Open one issue per failed DoD check. Idempotent: issue ids are deterministic."""
-        if run.dod_results is None or run.recipe is None:
-            return []
-        opened = []
-        for result in run.dod_results:
-            if result.passed:
-                continue
-            issue_id = dod_issue_id(run.id, result.index)
-            if self.ctx.store.load(Issue, issue_id) is not None:
-                continue
-            issue = Issue.open(
-                issue_id,
-                self.ctx.clock.now(),
-                kind="dod_failure",
-                title=failure_title(run.recipe.recipe_id, result),
-                detail=result.detail,
-                run_id=run.id,
-                session_id=run.session_id,
-                recipe_id=run.recipe.recipe_id,
-                check=result.check,
-                evidence=result.evidence,
-            )
-            try:
-                self.ctx.store.commit(issue)
-            except IntegrityError:
-                continue  # opened concurrently by another process
-            opened.append(issue_id)
-        return opened

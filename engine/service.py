@@ -21,7 +21,8 @@ from controlroom.domain.router import route
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import RoutingDecision, TaskSpec
 from controlroom.engine.context import Context
-from controlroom.engine.runner import Observer, PartialSink, StepRunner
+from controlroom.engine.hooks import PartialHook
+from controlroom.engine.runner import StepRunner
 from controlroom.eventstore.store import IntegrityError
 
 CANCEL_ATTEMPTS = 20
@@ -73,13 +74,13 @@ class RunService:
         missing = recipe.required_args() - set(args)
         if missing:
             raise MissingArgsError(recipe.recipe_id, sorted(missing))
-        self.ctx.agents.check({step.agent_archetype for step in recipe.phase_b})
+        self.ctx.agents.check(recipe.agent_archetypes())
         task = TaskSpec(
             description=description, args=args, session_plan_task_id=request.session_plan_task_id
         )
         return recipe, task, routing
 
-    def start(self, request: RunRequest) -> Run:
+    def start(self, request: RunRequest, owner: str | None = None) -> Run:
         recipe, task, routing = self.plan(request)
         run = Run.start(
             run_id=self.ctx.ids.new("run"),
@@ -90,6 +91,8 @@ class RunService:
             session_id=request.session_id or self.ctx.ids.new("sess"),
             trace_id=self.ctx.ids.new("tr"),
         )
+        if owner:
+            run.claim(self.ctx.clock.now(), owner)
         StepRunner(self.ctx).save(run)
         return run
 
@@ -100,24 +103,27 @@ class RunService:
         return run
 
     async def execute(
-        self, run: Run, observer: Observer | None = None, on_partial: PartialSink | None = None
+        self, run: Run, on_partial: PartialHook | None = None, *, offload: bool = False
     ) -> Run:
-        return await StepRunner(self.ctx, observer, on_partial).execute(run)
+        return await StepRunner(self.ctx, on_partial, offload=offload).execute(run)
 
     async def resume(
         self,
         run_id: str,
-        observer: Observer | None = None,
-        on_partial: PartialSink | None = None,
+        on_partial: PartialHook | None = None,
+        *,
+        owner: str | None = None,
+        offload: bool = False,
     ) -> Run:
-        """Continue an unfinished run from its events; a finished one only gets its issues."""
+        """Continue an unfinished run from its events. A finished run is returned as it is
+        (its issues were opened by the DoD-issue policy, or will be at the next catch-up)."""
         run = self.load(run_id)
-        runner = StepRunner(self.ctx, observer, on_partial)
-        if run.is_finished:
-            runner.open_issues(run)
+        if run.is_finished or run.is_waiting:
             return run
         run.resume(self.ctx.clock.now())
-        return await runner.execute(run)
+        if owner:
+            run.claim(self.ctx.clock.now(), owner)
+        return await StepRunner(self.ctx, on_partial, offload=offload).execute(run)
 
     def cancel(self, run_id: str, reason: str = "cancelled by user") -> Run:
         """Record the cancellation; a runner advancing the run meanwhile is retried around.
@@ -129,7 +135,7 @@ class RunService:
             run = self.load(run_id)
             run.cancel(self.ctx.clock.now(), reason)
             try:
-                self.ctx.store.commit(run)
+                self.ctx.store.save(run)
             except IntegrityError:
                 continue
             return run

@@ -15,10 +15,11 @@ from pydantic import JsonValue
 
 from controlroom.domain.canonical import preview, sha256_json, sha256_text
 from controlroom.domain.errors import ModelCallError, ModelError
-from controlroom.domain.recipe import AgentStep, Ref, ToolStep
+from controlroom.domain.outcomes import AgentOutcome, AttemptFailure, ToolOutcome
 from controlroom.domain.refs import resolve_ref
-from controlroom.domain.run import AgentOutcome, AttemptFailure, Run, ToolOutcome
+from controlroom.domain.run import Run
 from controlroom.domain.run_events import TokenUsage
+from controlroom.domain.steps import AgentStep, Ref, ToolStep
 from controlroom.engine.context import Context
 from controlroom.models.agents import AgentProfile
 from controlroom.models.config import Price
@@ -60,7 +61,7 @@ def run_tool(ctx: Context, workspace: Workspace, run: Run, step: ToolStep) -> To
 
 
 AttemptObserver = Callable[[AttemptFailure], None]
-PartialObserver = Callable[[str, str], None]  # (step_id, text)
+PartialObserver = Callable[[str, int, str], None]  # (step_id, attempt, text)
 
 
 def cost_of(price: Price | None, usage: TokenUsage) -> float | None:
@@ -102,11 +103,11 @@ async def run_agent(
     )
     client = ctx.agents.client(profile.provider)
     timeout = agent_timeout(policy.timeout_s)
-    sink = (lambda text: on_text(step.step_id, text)) if on_text else None
     started = time.perf_counter()
     attempt = 0
     while True:
         attempt += 1
+        sink = _sink(on_text, step.step_id, attempt)
         try:
             # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner.
             async with asyncio.timeout(timeout):
@@ -154,6 +155,14 @@ async def run_agent(
         attempts=attempt,
         cost_usd=cost_of(policy.prices.get(profile.model), response.usage),
     )
+
+
+def _sink(
+    on_text: PartialObserver | None, step_id: str, attempt: int
+) -> Callable[[str], None] | None:
+    if on_text is None:
+        return None
+    return lambda text: on_text(step_id, attempt, text)
 
 
 def agent_timeout(configured: float) -> float:

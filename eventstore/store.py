@@ -1,14 +1,27 @@
-"""The event store application: one log holding runs and issues."""
+"""The event store application: one log holding every aggregate, and the one write path.
+
+Every commit, of any aggregate, goes through `save`: it appends the pending events in one
+transaction (optionally with a policy's tracking position, so a reaction and the position of
+the event it reacted to are recorded together), then tells every observer what was committed.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, Recording
+from eventsourcing.persistence import (
+    IntegrityError,
+    Mapper,
+    ProcessRecorder,
+    Tracking,
+)
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.events import DomainEvent
@@ -16,6 +29,9 @@ from controlroom.eventstore.config import max_event_bytes, store_env
 from controlroom.eventstore.mapper import PydanticMapper
 
 A = TypeVar("A", bound=Aggregate)
+#: Test-only fault injection: the process kills itself (SIGKILL) right after its Nth durable
+#: commit, so tests can stop it between any two commits. Unset in normal use.
+CRASH_AFTER_COMMIT_VAR = "CONTROLROOM_CRASH_AFTER_COMMIT"
 
 
 @dataclass(frozen=True)
@@ -26,23 +42,83 @@ class Positioned:
     event: DomainEvent
 
 
+class CommitObserver(Protocol):
+    """Told about every durable commit, after it is durable. Keyword-only, so new facts can
+    be passed later without breaking observers (extra ones arrive in `**future`)."""
+
+    def __call__(
+        self, *, committed: Sequence[Positioned], tracking: Tracking | None, **future: object
+    ) -> None: ...
+
+
 class EventStore(Application[str]):
     name = "ControlRoom"
 
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env)
+        self._observers: list[CommitObserver] = []
+        self._observers_lock = threading.Lock()
+        raw = os.environ.get(CRASH_AFTER_COMMIT_VAR, "").strip()
+        self._crash_after = int(raw) if raw.isdigit() else None
+        self.commits = 0
+
     def construct_mapper(self) -> Mapper[str]:
         return PydanticMapper(max_event_bytes())
+
+    def construct_recorder(self) -> ProcessRecorder:
+        # A process recorder: policies write their new events and their tracking position
+        # in one transaction, in the same log as everything else.
+        return self.factory.process_recorder()
+
+    @property
+    def process_recorder(self) -> ProcessRecorder:
+        assert isinstance(self.recorder, ProcessRecorder)
+        return self.recorder
 
     @classmethod
     def for_workspace(cls, workspace: Path, spec: str | None = None) -> EventStore:
         return cls(env=store_env(workspace, spec))
 
-    def commit(self, aggregate: Aggregate) -> list[Recording[str]]:
-        """Append the aggregate's pending events in one transaction.
+    def observe(self, observer: CommitObserver) -> None:
+        with self._observers_lock:
+            self._observers.append(observer)
 
-        Raises IntegrityError when another writer already recorded that version
-        (optimistic concurrency), PayloadTooLargeError past the size limit.
+    def unobserve(self, observer: CommitObserver) -> None:
+        with self._observers_lock:
+            if observer in self._observers:
+                self._observers.remove(observer)
+
+    # The library's `save` is replaced, not added to: this is the only way events are written.
+    def save(  # type: ignore[override]
+        self, *aggregates: Aggregate, tracking: Tracking | None = None
+    ) -> list[Positioned]:
+        """Append the aggregates' pending events (and a tracking position) atomically.
+
+        Raises IntegrityError when another writer already recorded one of those versions
+        (optimistic concurrency) or that tracking position; PayloadTooLargeError past the
+        size limit. Nothing is recorded in either case.
         """
-        return self.events.put(aggregate.collect_events())
+        events = [e for aggregate in aggregates for e in aggregate.collect_events()]
+        if not events and tracking is None:
+            return []
+        if events:
+            recordings = self.events.put(events, tracking=tracking)
+        else:
+            assert tracking is not None
+            self.process_recorder.insert_tracking(tracking)
+            recordings = []
+        committed = [
+            Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
+            for r in recordings
+        ]
+        self.commits += 1
+        if self._crash_after is not None and self.commits >= self._crash_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        with self._observers_lock:
+            observers = list(self._observers)
+        for observer in observers:
+            observer(committed=committed, tracking=tracking)
+        return committed
 
     def load(self, aggregate_cls: type[A], aggregate_id: str) -> A | None:
         try:
@@ -76,5 +152,8 @@ class EventStore(Application[str]):
     def max_position(self) -> int:
         return self.recorder.max_notification_id() or 0
 
+    def tracked_position(self, name: str) -> int:
+        return self.process_recorder.max_tracking_id(name) or 0
 
-__all__ = ["EventStore", "IntegrityError", "Positioned"]
+
+__all__ = ["CommitObserver", "EventStore", "IntegrityError", "Positioned", "Tracking"]

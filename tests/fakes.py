@@ -29,12 +29,14 @@ class RecordingModel:
 
 
 class CountingStore(EventStore):
-    """Counts durable commits, to check the one-commit-per-step promise."""
+    """Counts durable commits that carry events, to check the one-commit-per-step promise."""
 
-    commits = 0
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env)
+        self.event_commits = 0
 
-    def commit(self, aggregate: Any) -> Any:
-        recordings = super().commit(aggregate)
-        if recordings:
-            self.commits += 1
-        return recordings
+    def save(self, *aggregates: Any, tracking: Any = None) -> Any:
+        committed = super().save(*aggregates, tracking=tracking)
+        if committed:
+            self.event_commits += 1
+        return committed

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.models.agents import AgentDirectory
 from controlroom.models.port import ModelRequest, ModelResponse
@@ -55,6 +56,7 @@ def finished_run(workspace: Path, task: str = "Draft scene 4") -> str:
     ctx = Context.open(workspace)
     service = RunService(ctx)
     run = asyncio.run(service.execute(service.start(RunRequest(task, {}))))
+    Followers(ctx.store).catch_up()  # the DoD-issue policy reacts, as any command's would
     ctx.close()
     return run.id
 

@@ -26,6 +26,7 @@ from controlroom.domain.run_events import (
     StepFailed,
 )
 from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
 from controlroom.engine.runner import StepRunner
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.config import store_env
@@ -39,7 +40,7 @@ DRAFT = "Draft scene 4 from the outline"
 
 def issues_of(ctx: Context, run_id: str) -> list[dict[str, object]]:
     views = Views.for_store(ctx.store)
-    views.catch_up()
+    Followers(ctx.store, views).catch_up()
     return views.issues(run_id=run_id)
 
 
@@ -62,7 +63,7 @@ def test_a_routed_task_runs_to_done_with_one_commit_per_step(workspace: Path) ->
     run = run_to_end(RunService(ctx), DRAFT)
     assert run.status == RunStatus.DONE and run.error is None
     assert isinstance(ctx.store, CountingStore)
-    assert ctx.store.commits == 1 + run.total_steps  # the start, then one per step
+    assert ctx.store.event_commits == 1 + run.total_steps  # the start, then one per step
     started = ctx.store.stream(run.id)[0]
     assert isinstance(started, RunStarted)
     assert started.routing is not None and started.routing.recipe_id == "creative_draft_scene"
@@ -138,6 +139,9 @@ def test_issues_are_opened_once_even_when_a_finished_run_is_resumed(workspace: P
     service = RunService(ctx)
     run = run_to_end(service, "consistency check")
     asyncio.run(service.resume(run.id))
+    # Two catch-up loops (as two processes would run) react to the same DodChecked.
+    assert Followers(ctx.store).catch_up() == 1
+    assert Followers(ctx.store).catch_up() == 0
     opened = [p for p in ctx.store.read_log() if isinstance(p.event, IssueOpened)]
     assert len(opened) == 1
 

@@ -1,0 +1,144 @@
+"""What performing a step produced, computed by the engine before any event is made.
+
+A performer returns one of these; the Run aggregate turns it into events: the kind's own
+events (`events()`), then the generic completion. A new step kind brings its own outcome.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.run_events import AgentResponded, ReceiptIssued, SlotWritten, TokenUsage
+from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
+
+EventSpec = tuple[type[DomainEvent], dict[str, Any]]
+
+
+class StepOutcome(ABC):
+    """A finished step's result: its events, the hash and preview of what it wrote."""
+
+    output_sha256: str
+    input_slot_refs: list[str]
+
+    @abstractmethod
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        """The kind's own events in order, ending with the `SlotWritten` of its output."""
+
+    @abstractmethod
+    def preview_source(self) -> str:
+        """The text the step's one-line preview is made from."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome(StepOutcome):
+    receipt_id: str
+    args: dict[str, JsonValue]
+    input_slot_refs: list[str]
+    output: JsonValue
+    output_sha256: str
+    summary: str
+    duration_ms: float
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        assert isinstance(step, ToolStep)
+        receipt = {
+            "receipt_id": self.receipt_id,
+            "session_id": session_id,
+            "step_id": step.step_id,
+            "tool": step.tool,
+            "args": self.args,
+            "input_slot_refs": self.input_slot_refs,
+            "output": self.output,
+            "output_sha256": self.output_sha256,
+            "summary": self.summary,
+            "duration_ms": self.duration_ms,
+        }
+        slot = {
+            "slot": step.output_slot,
+            "kind": "pointer",
+            "receipt_id": self.receipt_id,
+            "sha256": self.output_sha256,
+            "summary": self.summary,
+        }
+        return [(ReceiptIssued, receipt), (SlotWritten, slot)]
+
+    def preview_source(self) -> str:
+        return self.summary
+
+
+@dataclass(frozen=True)
+class AgentOutcome(StepOutcome):
+    """What an agent answered, with everything needed to audit the call."""
+
+    agent_id: str
+    tier: str
+    provider: str
+    model: str
+    prompt_variant: str
+    prompt_hash: str
+    input_slot_refs: list[str]
+    output: str
+    output_sha256: str
+    summary: str
+    usage: TokenUsage
+    latency_ms: float
+    attempts: int = 1
+    cost_usd: float | None = None
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        assert isinstance(step, AgentStep)
+        responded = {
+            "step_id": step.step_id,
+            "agent_archetype": step.agent_archetype,
+            "agent_id": self.agent_id,
+            "tier": self.tier,
+            "provider": self.provider,
+            "model": self.model,
+            "prompt_type": step.prompt_type,
+            "prompt_variant": self.prompt_variant,
+            "prompt_hash": self.prompt_hash,
+            "input_slot_refs": self.input_slot_refs,
+            "output": self.output,
+            "output_sha256": self.output_sha256,
+            "usage": self.usage,
+            "latency_ms": self.latency_ms,
+            "attempts": self.attempts,
+            "cost_usd": self.cost_usd,
+        }
+        slot = {
+            "slot": step.output_slot,
+            "kind": "artifact",
+            "agent_id": self.agent_id,
+            "text": self.output,
+            "sha256": self.output_sha256,
+            "summary": self.summary,
+        }
+        return [(AgentResponded, responded), (SlotWritten, slot)]
+
+    def preview_source(self) -> str:
+        return self.output
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The step cannot finish now: it completes when another aggregate's event arrives."""
+
+    reason: str
+    awaiting: dict[str, JsonValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    attempt: int
+    provider: str
+    model: str
+    kind: str
+    status: int | None
+    message: str
+    will_retry: bool
+    retry_in_s: float

@@ -1,0 +1,109 @@
+"""The executor: claims runs and performs their steps, many at once, with no HTTP in sight.
+
+`serve` uses it today and workers will tomorrow. Store work and tools run in worker threads
+(`offload`), so the event loop that carries live feeds is never blocked by a commit or a
+slow tool. A run whose waiting step is delivered by a policy (in this process or another)
+is picked up again when that delivery is seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+
+from eventsourcing.persistence import Tracking
+
+from controlroom.domain.errors import ControlRoomError
+from controlroom.domain.run import Run
+from controlroom.domain.run_events import StepCompleted
+from controlroom.engine.context import Context
+from controlroom.engine.hooks import PartialHook
+from controlroom.engine.ports import process_owner
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.store import Positioned
+
+log = logging.getLogger("controlroom.executor")
+
+
+class Executor:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        max_concurrent: int = 32,
+        on_partial: PartialHook | None = None,
+        offload: bool = True,
+    ) -> None:
+        self.ctx = ctx
+        self.service = RunService(ctx)
+        self.on_partial = on_partial
+        self.offload = offload
+        self.owner = process_owner()
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._slots = asyncio.Semaphore(max(1, max_concurrent))
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self, unfinished: Iterable[str]) -> None:
+        """Begin: resume the given unfinished runs, and watch for delivered waits."""
+        self._loop = asyncio.get_running_loop()
+        self.ctx.store.observe(self._on_commit)
+        for run_id in unfinished:
+            self.spawn(run_id)
+
+    async def stop(self) -> None:
+        """Stop executing; unfinished runs stay resumable from their events."""
+        self.ctx.store.unobserve(self._on_commit)
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def submit(self, request: RunRequest) -> Run:
+        """Record the start of a run (claimed by this process) and begin executing it."""
+        run = await asyncio.to_thread(self.service.start, request, self.owner)
+        self.spawn(run.id, run)
+        return run
+
+    async def cancel(self, run_id: str) -> Run:
+        run = await asyncio.to_thread(self.service.cancel, run_id)
+        task = self.tasks.get(run_id)
+        if task is not None:
+            task.cancel()  # stops an in-flight model call; the cancellation is recorded
+        return run
+
+    def spawn(self, run_id: str, run: Run | None = None) -> None:
+        if run_id in self.tasks:
+            return
+
+        async def execute() -> None:
+            async with self._slots:
+                try:
+                    if run is None:
+                        await self.service.resume(
+                            run_id, self.on_partial, owner=self.owner, offload=self.offload
+                        )
+                    else:
+                        await self.service.execute(run, self.on_partial, offload=self.offload)
+                except ControlRoomError as exc:
+                    log.warning("run %s stopped: %s", run_id, exc)
+                finally:
+                    self.tasks.pop(run_id, None)
+
+        self.tasks[run_id] = asyncio.create_task(execute(), name=run_id)
+
+    def _on_commit(
+        self, *, committed: Sequence[Positioned], tracking: Tracking | None, **future: object
+    ) -> None:
+        # A policy completed a waiting step: the run can go on. Commits may come from any
+        # thread, so hop onto the loop.
+        if tracking is None or self._loop is None:
+            return
+        delivered = {
+            item.event.originator_id for item in committed if isinstance(item.event, StepCompleted)
+        }
+        for run_id in delivered:
+            self._loop.call_soon_threadsafe(self.spawn, run_id)

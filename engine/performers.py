@@ -1,0 +1,96 @@
+"""Performers: one per step kind. A performer does the side effect (a tool, a model call)
+and returns an outcome or a `Waiting`; it records nothing. The run turns outcomes into
+events. A new kind registers its performer here; the runner loop does not change."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from controlroom.domain.errors import ControlRoomError
+from controlroom.domain.outcomes import AttemptFailure, StepOutcome, Waiting
+from controlroom.domain.run import Run, StepInstance
+from controlroom.domain.steps import AgentStep, ToolStep
+from controlroom.engine.context import Context
+from controlroom.engine.hooks import PartialHook
+from controlroom.engine.steps import run_agent, run_tool
+from controlroom.models.agents import AgentProfile
+from controlroom.tools.workspace import Workspace
+
+
+@dataclass
+class Execution:
+    """What one execution of a run shares across its steps."""
+
+    ctx: Context
+    run: Run
+    #: Every step of this execution reads the same snapshot of the workspace files.
+    workspace: Workspace
+    #: Resolved once per execution: every agent call names its model explicitly.
+    profiles: dict[str, AgentProfile]
+    record_attempt: Callable[[AttemptFailure], None]
+    on_partial: PartialHook
+
+
+class Performer(Protocol):
+    async def __call__(
+        self, execution: Execution, instance: StepInstance
+    ) -> StepOutcome | Waiting: ...
+
+
+class UnknownStepKindError(ControlRoomError):
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"no performer is registered for step kind '{kind}'")
+
+
+class Performers:
+    def __init__(self) -> None:
+        self._by_kind: dict[str, Performer] = {}
+
+    def register(self, kind: str, performer: Performer) -> None:
+        self._by_kind[kind] = performer
+
+    def unregister(self, kind: str) -> None:
+        self._by_kind.pop(kind, None)
+
+    def for_kind(self, kind: str) -> Performer:
+        try:
+            return self._by_kind[kind]
+        except KeyError:
+            raise UnknownStepKindError(kind) from None
+
+
+async def perform_tool(execution: Execution, instance: StepInstance) -> StepOutcome:
+    step = instance.step
+    assert isinstance(step, ToolStep)
+    # In a worker thread: a tool that takes seconds never stalls the event loop (and with
+    # it the live feeds of every other run in the server).
+    return await asyncio.to_thread(
+        run_tool, execution.ctx, execution.workspace, execution.run, step
+    )
+
+
+async def perform_agent(execution: Execution, instance: StepInstance) -> StepOutcome:
+    step = instance.step
+    assert isinstance(step, AgentStep)
+    run_id = execution.run.id
+    on_partial = execution.on_partial
+
+    def partial(step_id: str, attempt: int, text: str) -> None:
+        on_partial(run_id=run_id, step_id=step_id, attempt=attempt, text=text)
+
+    return await run_agent(
+        execution.ctx,
+        execution.run,
+        step,
+        execution.profiles[step.agent_archetype],
+        execution.record_attempt,
+        partial,
+    )
+
+
+PERFORMERS = Performers()
+PERFORMERS.register("tool", perform_tool)
+PERFORMERS.register("agent", perform_agent)

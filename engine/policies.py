@@ -1,0 +1,149 @@
+"""Reactions as tracked policies.
+
+A policy has a name, the event types it follows, and a pure decision from an event to
+commands on other aggregates. The runner here reads the log after the policy's tracking
+position, lets the policy decide, and records the new events *and* the position of the
+event reacted to in one transaction (the library's process recorder), through the store's
+one `save`. A crash between a run's commit and the reaction loses nothing: the next
+catch-up, in any process, reacts; and a reaction is never recorded twice, because the
+tracking row only moves forward (a second process's attempt fails and is skipped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from eventsourcing.persistence import IntegrityError, MapperDeserialisationError, Tracking
+
+from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.events import EVENT_TYPES, DomainEvent
+from controlroom.domain.issue import Issue, open_dod_issues
+from controlroom.domain.run import Run
+from controlroom.domain.run_events import DodChecked
+from controlroom.eventstore.store import EventStore
+
+log = logging.getLogger("controlroom.policies")
+A = TypeVar("A", bound=Aggregate)
+
+
+class Unit:
+    """What one reaction reads and changes: aggregates loaded from the store (or made in
+    this reaction), and the ones with new events to record together."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._changed: dict[str, Aggregate] = {}
+
+    def get(self, cls: type[A], aggregate_id: str) -> A | None:
+        found = self._changed.get(aggregate_id)
+        if isinstance(found, cls):
+            return found
+        return self.store.load(cls, aggregate_id)
+
+    def add(self, aggregate: Aggregate) -> None:
+        self._changed[aggregate.id] = aggregate
+
+    @property
+    def changed(self) -> list[Aggregate]:
+        return list(self._changed.values())
+
+
+class Policy(Protocol):
+    name: str
+    #: Stored names of the event types the policy reacts to.
+    follows: frozenset[str]
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        """Decide what the event calls for; add changed aggregates to the unit."""
+        ...
+
+
+class DodIssuePolicy:
+    """A failed Definition of Done check opens an issue, exactly once."""
+
+    name = "policy.dod_issues"
+    follows = frozenset({DodChecked.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        assert isinstance(event, DodChecked)
+        if event.passed:
+            return
+        run = unit.get(Run, event.originator_id)
+        if run is None or run.recipe is None:
+            return
+        for issue in open_dod_issues(
+            run.id,
+            run.recipe.recipe_id,
+            run.session_id,
+            event.timestamp,
+            list(event.results),
+            lambda issue_id: unit.get(Issue, issue_id) is not None,
+        ):
+            unit.add(issue)
+
+
+def bundled_policies() -> list[Policy]:
+    return [DodIssuePolicy()]
+
+
+class PolicyRunner:
+    def __init__(self, store: EventStore, policies: Sequence[Policy], batch: int = 500) -> None:
+        self.store = store
+        self.policies = list(policies)
+        self.batch = batch
+
+    def catch_up(self) -> int:
+        """React to everything recorded since each policy's position; returns how many new
+        events the reactions recorded. Repeats while reactions cause more reactions."""
+        total = 0
+        while True:
+            recorded = sum(self._catch_up(policy) for policy in self.policies)
+            total += recorded
+            if not recorded:
+                return total
+
+    def status(self) -> list[tuple[str, int]]:
+        return [(p.name, self.store.tracked_position(p.name)) for p in self.policies]
+
+    def _catch_up(self, policy: Policy) -> int:
+        topics = EVENT_TYPES.topics_for(policy.follows)
+        recorded = 0
+        while True:
+            position = self.store.tracked_position(policy.name)
+            notes = self.store.recorder.select_notifications(
+                start=position, limit=self.batch, topics=topics, inclusive_of_start=False
+            )
+            if not notes:
+                return recorded
+            for note in notes:
+                try:
+                    event = self.store.mapper.to_domain_event(note)
+                except MapperDeserialisationError:
+                    log.exception("%s skips unreadable event at position %s", policy.name, note.id)
+                    continue
+                assert isinstance(event, DomainEvent)
+                unit = Unit(self.store)
+                policy.react(event, unit)
+                if not any(a.pending_count for a in unit.changed):
+                    continue
+                try:
+                    recorded += len(
+                        self.store.save(*unit.changed, tracking=Tracking(policy.name, note.id))
+                    )
+                except IntegrityError:
+                    # Another process reacted to this event first: start again after the
+                    # position it recorded.
+                    break
+            else:
+                self._advance(policy.name, notes[-1].id)
+                if len(notes) < self.batch:
+                    return recorded
+
+    def _advance(self, name: str, position: int) -> None:
+        if self.store.tracked_position(name) >= position:
+            return
+        with contextlib.suppress(IntegrityError):  # another process moved it already
+            self.store.save(tracking=Tracking(name, position))
