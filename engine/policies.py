@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from eventsourcing.persistence import IntegrityError, MapperDeserialisationError, Tracking
@@ -21,6 +21,7 @@ from eventsourcing.persistence import IntegrityError, MapperDeserialisationError
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.events import EVENT_TYPES, DomainEvent
 from controlroom.domain.issue import Issue, open_dod_issues
+from controlroom.domain.outcomes import StepOutcome
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import DodChecked
 from controlroom.eventstore.store import EventStore
@@ -147,3 +148,28 @@ class PolicyRunner:
             return
         with contextlib.suppress(IntegrityError):  # another process moved it already
             self.store.save(tracking=Tracking(name, position))
+
+
+class StepDelivery:
+    """A policy that completes a waiting step when an event of another aggregate arrives
+    (a child run finishing, a human answering). `route` is the pure decision: which run and
+    step instance the event is for, and the outcome it delivers; None when it is for none."""
+
+    def __init__(
+        self,
+        name: str,
+        follows: frozenset[str],
+        route: Callable[[DomainEvent], tuple[str, str, StepOutcome] | None],
+    ) -> None:
+        self.name, self.follows, self.route = name, follows, route
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        target = self.route(event)
+        if target is None:
+            return
+        run_id, instance, outcome = target
+        run = unit.get(Run, run_id)
+        # Idempotent: a step no longer waiting (delivered already, run cancelled) records
+        # nothing.
+        if run is not None and run.deliver(event.timestamp, instance, outcome):
+            unit.add(run)

@@ -1,0 +1,79 @@
+"""Reactions as tracked policies: a crash between a run's last commit and its reaction
+loses nothing, and no reaction is recorded twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controlroom.domain.issue import IssueOpened
+from controlroom.engine.context import Context
+
+pytestmark = pytest.mark.e2e
+CLI = str(Path(sys.executable).parent / "controlroom")
+#: The consistency check's commits: its start, then one per step (the DoD rides on the last).
+CONSISTENCY_COMMITS = 5
+
+
+def cli(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, *args, "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        check=False,
+    )
+
+
+def issues_opened(workspace: Path) -> list[IssueOpened]:
+    ctx = Context.open(workspace)
+    try:
+        return [p.event for p in ctx.store.read_log() if isinstance(p.event, IssueOpened)]
+    finally:
+        ctx.close()
+
+
+def test_a_process_killed_between_the_final_commit_and_the_issue_keeps_the_issue(
+    workspace: Path,
+) -> None:
+    killed = cli(
+        workspace,
+        "run",
+        "check consistency of the scenes",
+        "-q",
+        CONTROLROOM_CRASH_AFTER_COMMIT=str(CONSISTENCY_COMMITS),
+    )
+    assert killed.returncode == -9, killed.stderr  # SIGKILL right after the run's last commit
+    assert issues_opened(workspace) == []  # the run failed its DoD; nobody reacted yet
+
+    # Any later command catches up: the policy opens the issue, once.
+    listed = json.loads(cli(workspace, "issues", "--json").stdout)
+    assert len(listed) == 1 and listed[0]["kind"] == "dod_failure"
+    assert cli(workspace, "resume", "-q").returncode == 0  # nothing left to resume
+    assert len(json.loads(cli(workspace, "issues", "--json").stdout)) == 1
+    assert len(issues_opened(workspace)) == 1
+    runs = json.loads(cli(workspace, "runs", "--json").stdout)
+    assert [r["status"] for r in runs] == ["failed"]
+
+
+def test_the_issue_is_dated_by_the_check_that_failed_not_by_whoever_reacted(
+    workspace: Path,
+) -> None:
+    cli(workspace, "run", "check consistency of the scenes", "-q")
+    (issue,) = issues_opened(workspace)
+    ctx = Context.open(workspace)
+    try:
+        checked = [
+            p.event
+            for p in ctx.store.read_log()
+            if type(p.event).__name__ == "DodChecked" and not p.event.passed  # type: ignore[attr-defined]
+        ]
+    finally:
+        ctx.close()
+    assert [issue.timestamp] == [e.timestamp for e in checked]
