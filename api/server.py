@@ -20,12 +20,11 @@ from controlroom.eventstore.store import Positioned
 from controlroom.projections.views import Views
 
 log = logging.getLogger("controlroom.server")
-MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
 PROJECTION_INTERVAL_S = 0.2
 
 
 class Server:
-    def __init__(self, ctx: Context, max_concurrent_runs: int = 32) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.service = RunService(ctx)
         self.views = Views.for_store(ctx.store)
@@ -33,7 +32,7 @@ class Server:
         self.notifier = LogNotifier()
         self.hub: EventHub
         self.executor: Executor
-        self.max_concurrent_runs = max_concurrent_runs
+        self.max_concurrent_runs = ctx.settings.max_concurrent_runs
         self._follower_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 

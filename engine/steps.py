@@ -6,7 +6,6 @@ Nothing here records events; it returns outcomes the Run aggregate turns into ev
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,8 +24,6 @@ from controlroom.models.agents import AgentProfile
 from controlroom.models.config import Price
 from controlroom.models.port import ModelRequest
 from controlroom.tools.workspace import Workspace
-
-AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
 
 
 def resolve_args(step: ToolStep, run: Run) -> tuple[dict[str, JsonValue], list[str]]:
@@ -102,7 +99,7 @@ async def run_agent(
         params=profile.params,
     )
     client = ctx.agents.client(profile.provider)
-    timeout = agent_timeout(policy.timeout_s)
+    timeout = ctx.settings.agent_timeout_s or policy.timeout_s
     started = time.perf_counter()
     attempt = 0
     while True:
@@ -163,12 +160,3 @@ def _sink(
     if on_text is None:
         return None
     return lambda text: on_text(step_id, attempt, text)
-
-
-def agent_timeout(configured: float) -> float:
-    """The provider's timeout, unless CONTROLROOM_AGENT_TIMEOUT_S overrides it."""
-    raw = os.environ.get(AGENT_TIMEOUT_VAR, "").strip()
-    try:
-        return float(raw) if raw else configured
-    except ValueError:
-        return configured

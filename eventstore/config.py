@@ -57,8 +57,8 @@ def _sqlite(path: Path) -> dict[str, str]:
     return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path)}
 
 
-def max_event_bytes() -> int:
-    raw = os.environ.get(MAX_EVENT_BYTES_VAR, "").strip()
+def max_event_bytes(configured: str | None = None) -> int:
+    raw = (os.environ.get(MAX_EVENT_BYTES_VAR, "") if configured is None else configured).strip()
     if not raw:
         return DEFAULT_MAX_EVENT_BYTES
     try:

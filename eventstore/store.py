@@ -54,16 +54,25 @@ class CommitObserver(Protocol):
 class EventStore(Application[str]):
     name = "ControlRoom"
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        *,
+        max_event_bytes: int | None = None,
+        crash_after_commit: int | None = None,
+    ) -> None:
+        self._max_event_bytes = max_event_bytes
         super().__init__(env)
         self._observers: list[CommitObserver] = []
         self._observers_lock = threading.Lock()
-        raw = os.environ.get(CRASH_AFTER_COMMIT_VAR, "").strip()
-        self._crash_after = int(raw) if raw.isdigit() else None
+        if crash_after_commit is None:
+            raw = os.environ.get(CRASH_AFTER_COMMIT_VAR, "").strip()
+            crash_after_commit = int(raw) if raw.isdigit() else None
+        self._crash_after = crash_after_commit
         self.commits = 0
 
     def construct_mapper(self) -> Mapper[str]:
-        return PydanticMapper(max_event_bytes())
+        return PydanticMapper(self._max_event_bytes or max_event_bytes())
 
     def construct_recorder(self) -> ProcessRecorder:
         # A process recorder: policies write their new events and their tracking position
@@ -76,8 +85,19 @@ class EventStore(Application[str]):
         return self.recorder
 
     @classmethod
-    def for_workspace(cls, workspace: Path, spec: str | None = None) -> EventStore:
-        return cls(env=store_env(workspace, spec))
+    def for_workspace(
+        cls,
+        workspace: Path,
+        spec: str | None = None,
+        *,
+        max_event_bytes: int | None = None,
+        crash_after_commit: int | None = None,
+    ) -> EventStore:
+        return cls(
+            env=store_env(workspace, spec),
+            max_event_bytes=max_event_bytes,
+            crash_after_commit=crash_after_commit,
+        )
 
     def observe(self, observer: CommitObserver) -> None:
         with self._observers_lock:

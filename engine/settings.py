@@ -1,0 +1,72 @@
+"""Settings, parsed once from the environment at start-up into a typed, frozen object.
+
+Modules take what they need from here (through the Context or a constructor); nothing
+deeper reads the environment while work is under way. A bad value is a clear error that
+names the variable, before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from controlroom.domain.errors import StoreConfigError
+from controlroom.eventstore.config import (
+    DEFAULT_MAX_EVENT_BYTES,
+    MAX_EVENT_BYTES_VAR,
+    STORE_VAR,
+    max_event_bytes,
+)
+from controlroom.eventstore.store import CRASH_AFTER_COMMIT_VAR
+
+AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
+MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
+SSE_PING_VAR = "CONTROLROOM_SSE_PING_S"
+TOKEN_VAR = "CONTROLROOM_API_TOKEN"
+
+
+class SettingsError(StoreConfigError):
+    """A setting from the environment is not usable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: `CONTROLROOM_STORE`: unset (the workspace's SQLite file), `sqlite:///…`, `memory`.
+    store: str = ""
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    #: Overrides every provider's own `timeout_s` for one agent call.
+    agent_timeout_s: float | None = None
+    max_concurrent_runs: int = 32
+    sse_ping_s: float = 15.0
+    api_token: str | None = None
+    #: Test-only fault injection: SIGKILL after this many durable commits.
+    crash_after_commit: int | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+
+        def number(name: str, default: float, minimum: float) -> float:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                raise SettingsError(f"{name}='{raw}' is not a number") from None
+            if value < minimum:
+                raise SettingsError(f"{name} must be at least {minimum:g}")
+            return value
+
+        timeout = number(AGENT_TIMEOUT_VAR, 0.0, 0.0)
+        crash = env.get(CRASH_AFTER_COMMIT_VAR, "").strip()
+        return cls(
+            store=env.get(STORE_VAR, "").strip(),
+            max_event_bytes=max_event_bytes(env.get(MAX_EVENT_BYTES_VAR)),
+            agent_timeout_s=timeout or None,
+            max_concurrent_runs=int(number(MAX_RUNS_VAR, 32, 1)),
+            sse_ping_s=number(SSE_PING_VAR, 15.0, 0.1),
+            api_token=env.get(TOKEN_VAR) or None,
+            crash_after_commit=int(crash) if crash.isdigit() else None,
+        )
