@@ -77,3 +77,40 @@ def test_the_issue_is_dated_by_the_check_that_failed_not_by_whoever_reacted(
     finally:
         ctx.close()
     assert [issue.timestamp] == [e.timestamp for e in checked]
+
+
+def test_two_catch_up_loops_racing_open_each_issue_exactly_once(workspace: Path) -> None:
+    import asyncio
+    import threading
+
+    from controlroom.engine.followers import Followers
+    from controlroom.engine.service import RunRequest, RunService
+    from controlroom.eventstore.store import EventStore
+
+    ctx = Context.open(workspace)
+    service = RunService(ctx)
+    for _ in range(6):
+        asyncio.run(service.execute(service.start(RunRequest("consistency check", {}))))
+    ctx.close()
+
+    stores = [EventStore.for_workspace(workspace) for _ in range(2)]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def race(store: EventStore) -> None:
+        try:
+            barrier.wait()
+            Followers(store).catch_up()
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=race, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    for store in stores:
+        store.close()
+    assert errors == []
+    opened = issues_opened(workspace)
+    assert len(opened) == 6 == len({i.originator_id for i in opened})

@@ -119,3 +119,56 @@ def test_a_failed_step_fails_the_run_without_retry() -> None:
     assert run.status == RunStatus.FAILED and "boom" in (run.error or "")
     with pytest.raises(RunStateError):
         run.next_step()
+
+
+def test_steps_record_their_instance_id_and_kind() -> None:
+    run = started()
+    run.complete_tool_step(AT, TOOL)
+    starts = [e for e in run.collect_events() if isinstance(e, StepStarted)]
+    assert [(s.instance_id, s.kind, s.phase) for s in starts] == [
+        ("find", "tool", "a"),
+        ("write", "agent", "b"),
+    ]
+
+
+def test_a_waiting_step_holds_the_run_until_its_delivery_and_delivery_is_idempotent() -> None:
+    from controlroom.domain.run import Waiting
+    from controlroom.domain.run_events import StepCompleted, StepWaiting
+
+    run = started()
+    run.wait(AT, Waiting("a person must look", {"ask": "find"}))
+    assert run.is_waiting and run.next_step() is None and not run.steps_done
+    assert [type(e) for e in run.collect_events()][-1] is StepWaiting
+    with pytest.raises(RunStateError):
+        run.complete_step(AT, TOOL)  # only the delivery completes a waiting step
+    assert not run.deliver(AT, "write", TOOL)  # not the instance that waits
+    assert run.deliver(AT, "find", TOOL)
+    assert not run.deliver(AT, "find", TOOL)  # delivered already: nothing recorded
+    completed = [e for e in run.collect_events() if isinstance(e, StepCompleted)]
+    assert [c.instance_id for c in completed] == ["find"]
+    current = run.next_step()
+    assert current is not None and current.instance_id == "write"
+
+
+def test_a_claim_names_the_owner_once() -> None:
+    from controlroom.domain.run_events import RunClaimed
+
+    run = started()
+    run.claim(AT, "host:1")
+    run.claim(AT, "host:1")  # the same owner again records nothing
+    run.claim(AT, "host:2")
+    claims = [e for e in run.collect_events() if isinstance(e, RunClaimed)]
+    assert [c.owner for c in claims] == ["host:1", "host:2"] and run.owner == "host:2"
+
+
+def test_events_of_release_0_1_without_instance_ids_still_rebuild_the_run() -> None:
+    run = started()
+    run.complete_tool_step(AT, TOOL)
+    old_shape = [
+        e.model_copy(update={"instance_id": ""}) if isinstance(e, StepStarted) else e
+        for e in run.collect_events()
+    ]
+    rebuilt = Run.project(None, old_shape)
+    assert rebuilt is not None
+    current = rebuilt.next_step()
+    assert current is not None and current.instance_id == "write"
