@@ -161,3 +161,7 @@ class ModelCallError(ModelError):
         self.status = status
         self.retryable = kind in self.RETRYABLE
         super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")
+
+
+class StoreUnavailableError(ControlRoomError):
+    """The configured store cannot be reached (database down, wrong credentials)."""

@@ -3,7 +3,8 @@
 - unset: a SQLite file at `<workspace>/.control-room/events.sqlite` (embedded, zero setup)
 - `sqlite:///absolute/path.sqlite` or `sqlite:relative/path.sqlite`: another SQLite file
 - `memory`: in-process only, for tests and throwaway demos
-- `postgresql://...`: the seam for the PostgreSQL store (not available in this version)
+- `postgresql://user:password@host:port/dbname[?pool_size=N&schema=NAME]`: PostgreSQL,
+  for several processes and machines (needs the `postgres` extra)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 
 from controlroom.domain.errors import StoreConfigError
+from controlroom.eventstore.postgres import postgres_env
 
 STORE_VAR = "CONTROLROOM_STORE"
 MAX_EVENT_BYTES_VAR = "CONTROLROOM_MAX_EVENT_BYTES"
@@ -40,12 +42,10 @@ def store_env(workspace: Path, spec: str | None = None) -> dict[str, str]:
         path = Path(raw)
         return {**common, **_sqlite(path if path.is_absolute() else workspace / path)}
     if spec.startswith(("postgres://", "postgresql://")):
-        raise StoreConfigError(
-            f"{STORE_VAR} names a PostgreSQL store; this version stores events in SQLite only "
-            "(unset it to use <workspace>/.control-room/events.sqlite)"
-        )
+        return {**common, **postgres_env(spec)}
     raise StoreConfigError(
-        f"{STORE_VAR}='{spec}' is not understood; use 'sqlite:///path', 'memory', or leave unset"
+        f"{STORE_VAR}='{spec}' is not understood; use 'sqlite:///path', 'postgresql://…', "
+        "'memory', or leave unset"
     )
 
 

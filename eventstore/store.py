@@ -18,15 +18,19 @@ from typing import Protocol, TypeVar
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import (
     IntegrityError,
+    InterfaceError,
     Mapper,
+    OperationalError,
     ProcessRecorder,
     Tracking,
 )
 
 from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.errors import StoreUnavailableError
 from controlroom.domain.events import DomainEvent
 from controlroom.eventstore.config import max_event_bytes, store_env
 from controlroom.eventstore.mapper import PydanticMapper
+from controlroom.eventstore.postgres import ensure_schema
 
 A = TypeVar("A", bound=Aggregate)
 #: Test-only fault injection: the process kills itself (SIGKILL) right after its Nth durable
@@ -51,6 +55,19 @@ class CommitObserver(Protocol):
     ) -> None: ...
 
 
+def _unreachable(env: dict[str, str], exc: BaseException) -> str:
+    where = (
+        f"{env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:{env.get('POSTGRES_PORT')}"
+        f"/{env.get('POSTGRES_DBNAME')}"
+    )
+    # The driver's message names host and cause; it never includes the password.
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return (
+        f"cannot use the PostgreSQL store {where}: {reason}. Check that the server is running "
+        "and CONTROLROOM_STORE's credentials and database name"
+    )
+
+
 class EventStore(Application[str]):
     name = "ControlRoom"
 
@@ -62,7 +79,16 @@ class EventStore(Application[str]):
         crash_after_commit: int | None = None,
     ) -> None:
         self._max_event_bytes = max_event_bytes
-        super().__init__(env)
+        try:
+            if env and env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+                ensure_schema(env)
+            super().__init__(env)
+        except (OperationalError, InterfaceError) as exc:
+            raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
+        except Exception as exc:
+            if type(exc).__module__.startswith(("psycopg", "psycopg_pool")):
+                raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
+            raise
         self._observers: list[CommitObserver] = []
         self._observers_lock = threading.Lock()
         if crash_after_commit is None:

@@ -1,0 +1,98 @@
+"""`CONTROLROOM_STORE=postgresql://user:password@host:port/dbname?pool_size=10&schema=cr`.
+
+The `eventsourcing` library's PostgreSQL persistence (psycopg 3 with a connection pool)
+holds the log, the policies' tracking and, alongside, the projections. The DSN is parsed
+here into the library's settings; its password never appears in a message.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from controlroom.domain.errors import StoreConfigError
+
+#: Query parameters a DSN may carry, and the library settings they become.
+_QUERY_SETTINGS = {
+    "pool_size": "POSTGRES_POOL_SIZE",
+    "max_overflow": "POSTGRES_MAX_OVERFLOW",
+    "connect_timeout": "POSTGRES_CONNECT_TIMEOUT",
+    "lock_timeout": "POSTGRES_LOCK_TIMEOUT",
+    "schema": "POSTGRES_SCHEMA",
+}
+DEFAULT_POOL_SIZE = "10"
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def redacted(dsn: str) -> str:
+    """The DSN as it may be shown: no password."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def postgres_env(dsn: str) -> dict[str, str]:
+    try:
+        parts = urlsplit(dsn)
+        port = parts.port or 5432
+    except ValueError as exc:
+        raise StoreConfigError(
+            f"the PostgreSQL DSN '{redacted(dsn)}' is malformed: {exc}"
+        ) from None
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname:
+        raise StoreConfigError(
+            f"the PostgreSQL DSN '{redacted(dsn)}' names no database "
+            "(postgresql://user@host:5432/dbname)"
+        )
+    env = {
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "POSTGRES_DBNAME": dbname,
+        "POSTGRES_HOST": parts.hostname or "127.0.0.1",
+        "POSTGRES_PORT": str(port),
+        "POSTGRES_USER": unquote(parts.username or "postgres"),
+        "POSTGRES_PASSWORD": unquote(parts.password or ""),
+        "POSTGRES_POOL_SIZE": DEFAULT_POOL_SIZE,
+        "POSTGRES_CONNECT_TIMEOUT": "5",
+    }
+    for key, values in parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in _QUERY_SETTINGS:
+            raise StoreConfigError(
+                f"the PostgreSQL DSN has an unknown parameter '{key}' "
+                f"(known: {', '.join(sorted(_QUERY_SETTINGS))})"
+            )
+        value = values[-1]
+        if key == "schema":
+            if not _SCHEMA_NAME.match(value):
+                raise StoreConfigError(f"schema='{value}' is not a plain lower-case SQL name")
+        elif not value.isdigit():
+            raise StoreConfigError(f"{key}='{value}' in the PostgreSQL DSN is not a number")
+        env[_QUERY_SETTINGS[key]] = value
+    return env
+
+
+def ensure_schema(env: dict[str, str]) -> None:
+    """Create the DSN's schema when it names one (the library creates tables, not schemas)."""
+    schema = env.get("POSTGRES_SCHEMA")
+    if not schema:
+        return
+    import psycopg
+
+    with psycopg.connect(conninfo(env), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+
+
+def conninfo(env: dict[str, str]) -> str:
+    """A libpq connection string from the library's settings (quoted for libpq)."""
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(
+        dbname=env["POSTGRES_DBNAME"],
+        host=env["POSTGRES_HOST"],
+        port=env["POSTGRES_PORT"],
+        user=env["POSTGRES_USER"],
+        password=env["POSTGRES_PASSWORD"],
+        connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "5"),
+    )
