@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,14 +20,15 @@ from controlroom.api.errors import HttpError, error_body, handle_domain_error, h
 from controlroom.api.openapi import openapi_document
 from controlroom.api.server import Server
 from controlroom.api.sse import log_stream, run_stream
-from controlroom.domain.errors import ControlRoomError, IssueNotFoundError, RunNotFoundError
+from controlroom.domain.errors import ControlRoomError, RunNotFoundError
 from controlroom.engine.context import Context
 from controlroom.engine.service import RunRequest
-from controlroom.projections.audit import audit_trail, replay
-from controlroom.projections.run_view import RunView
+from controlroom.projections.audit import audit_trail
+from controlroom.projections.models import RUN_STATUSES, AuditTrail, RunDetail
+from controlroom.projections.queries import Queries
+from controlroom.projections.run_view import build_run_view
 
 TOKEN_VAR = "CONTROLROOM_API_TOKEN"
-RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled")
 
 
 def _server(request: Request) -> Server:
@@ -34,18 +36,28 @@ def _server(request: Request) -> Server:
     return server
 
 
-def _run_view(request: Request) -> RunView:
+def _queries(request: Request) -> Queries:
+    """The typed read side, caught up with every commit so far (read-your-writes)."""
+    return _server(request).read_views().query
+
+
+def _run_view(request: Request) -> None:
+    """404 unless the run exists."""
     run_id = request.path_params["run_id"]
-    view = _server(request).read_views().run(run_id)
-    if view is None:
+    if _queries(request).run_status(run_id) is None:
         raise RunNotFoundError(run_id)
-    return view
+
+
+def _json(value: BaseModel | list[Any]) -> JSONResponse:
+    if isinstance(value, BaseModel):
+        return JSONResponse(value.model_dump(mode="json"))
+    return JSONResponse([v.model_dump(mode="json") for v in value])
 
 
 async def start_run(request: Request) -> JSONResponse:
     body = await read_body(request, StartRunBody)
     task = body.recipe_id or body.task or ""
-    run = _server(request).start_run(
+    run = await _server(request).start_run(
         RunRequest(
             task,
             body.args,
@@ -57,51 +69,55 @@ async def start_run(request: Request) -> JSONResponse:
     return JSONResponse({"run_id": run.id, "status": run.status.value}, status_code=201)
 
 
-async def list_runs(request: Request) -> JSONResponse:
+# The reads below are plain functions: Starlette runs them in its thread pool, so SQLite
+# work never holds up the event loop (and the live feeds on it).
+
+
+def list_runs(request: Request) -> JSONResponse:
     status = request.query_params.get("status")
     if status is not None and status not in RUN_STATUSES:
         raise HttpError(
             400, "bad_filter", f"status must be one of {', '.join(RUN_STATUSES)}", "status"
         )
-    rows = _server(request).read_views().runs(status, request.query_params.get("recipe_id"))
-    return JSONResponse(rows)
+    return _json(_queries(request).runs(status, request.query_params.get("recipe_id")))
 
 
-async def get_run(request: Request) -> JSONResponse:
-    return JSONResponse(_run_view(request).consolidated())
+def get_run(request: Request) -> JSONResponse:
+    return _json(_queries(request).run(request.path_params["run_id"]))
 
 
-async def get_steps(request: Request) -> JSONResponse:
-    return JSONResponse(_run_view(request).step_log())
+def get_steps(request: Request) -> JSONResponse:
+    return _json(_queries(request).steps(request.path_params["run_id"]))
 
 
-async def get_slot(request: Request) -> JSONResponse:
+def get_slot(request: Request) -> JSONResponse:
     slot = request.path_params["slot"]
-    found = _run_view(request).slot(slot)
+    found = _queries(request).slot(request.path_params["run_id"], slot)
     if found is None:
         raise HttpError(404, "not_found", f"run has no slot '{slot}'", "slot")
-    return JSONResponse(found)
+    return _json(found)
 
 
 async def cancel_run(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
     _run_view(request)  # 404 before anything else
-    run = _server(request).cancel(run_id)
+    run = await _server(request).cancel(run_id)
     return JSONResponse({"run_id": run.id, "status": run.status.value})
 
 
-async def get_audit(request: Request) -> JSONResponse:
+def get_audit(request: Request) -> JSONResponse:
+    """The audit path folds the run's own events, never the projections."""
     run_id = request.path_params["run_id"]
-    store = _server(request).ctx.store
-    events = store.stream(run_id)
+    events = _server(request).ctx.store.stream(run_id)
     if not events:
         raise RunNotFoundError(run_id)
     at = request.query_params.get("at")
     if at is None:
-        return JSONResponse({"run_id": run_id, "events": audit_trail(events)})
-    if not at.isdigit() or not 1 <= int(at) <= len(events):
-        raise HttpError(400, "bad_version", f"at must be a version from 1 to {len(events)}", "at")
-    return JSONResponse(replay(store, run_id, int(at)).consolidated())
+        return _json(AuditTrail.model_validate({"run_id": run_id, "events": audit_trail(events)}))
+    last = events[-1].originator_version
+    if not at.isdigit() or not 1 <= int(at) <= last:
+        raise HttpError(400, "bad_version", f"at must be a version from 1 to {last}", "at")
+    return _json(RunDetail.model_validate(build_run_view(events, int(at)).consolidated()))
 
 
 async def run_events(request: Request) -> Any:
@@ -113,16 +129,12 @@ async def all_events(request: Request) -> Any:
     return log_stream(_server(request), request)
 
 
-async def list_issues(request: Request) -> JSONResponse:
-    return JSONResponse(_server(request).read_views().issues(request.query_params.get("run_id")))
+def list_issues(request: Request) -> JSONResponse:
+    return _json(_queries(request).issues(request.query_params.get("run_id")))
 
 
-async def get_issue(request: Request) -> JSONResponse:
-    issue_id = request.path_params["issue_id"]
-    issue = _server(request).read_views().issue(issue_id)
-    if issue is None:
-        raise IssueNotFoundError(issue_id)
-    return JSONResponse(issue)
+def get_issue(request: Request) -> JSONResponse:
+    return _json(_queries(request).issue(request.path_params["issue_id"]))
 
 
 async def list_recipes(request: Request) -> JSONResponse:

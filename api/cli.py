@@ -1,16 +1,22 @@
 """`controlroom`: run recipes as durable runs, and inspect them.
 
 Exit codes: 0 done · 1 failed · 3 not routable (needs scoping) · 20 interrupted or
-cancelled (an interrupted run is resumable) · 64 bad input · 75 another process
-advanced the run.
+cancelled (an interrupted run is resumable) · 64 bad input · 69 serve cannot listen on
+its address (port in use, not permitted) · 75 another process advanced the run · 141 the
+reader of the output went away (`| head`): output stops quietly, as for any tool a
+shell reports stopped by SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import json
+import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -26,13 +32,15 @@ from controlroom.domain.errors import (
 )
 from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
+from controlroom.engine.ports import process_owner
 from controlroom.engine.service import RunRequest, RunService
-from controlroom.eventstore.store import Positioned
-from controlroom.projections.run_view import build_run_view
+from controlroom.projections.models import RUN_STATUSES
 from controlroom.projections.views import Views
+from controlroom.recipes.catalog import RecipeCatalog
 
 EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
-EXIT_BAD_INPUT, EXIT_CONFLICT = 64, 75
+EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_CONFLICT, EXIT_OUTPUT_CLOSED = 64, 69, 75, 141
 STATUS_EXIT = {
     RunStatus.DONE: EXIT_DONE,
     RunStatus.FAILED: EXIT_FAILED,
@@ -66,13 +74,30 @@ def _parse_args_kv(pairs: list[str]) -> dict[str, Any]:
 
 
 def _open(ns: argparse.Namespace) -> Context:
-    return Context.open(Path(ns.workspace))
+    ctx = Context.open(Path(ns.workspace))
+    _warn_about_recipes(ctx.catalog)
+    return ctx
+
+
+def _warn_about_recipes(catalog: RecipeCatalog) -> None:
+    """Broken recipe files never stop reading commands; say which and why, once."""
+    if not catalog.problems:
+        return
+    files = len({p.file for p in catalog.problems})
+    print(
+        f"controlroom: warning: skipped {files} broken recipe file(s); running what they "
+        "define is refused until they are fixed (controlroom recipes validate):",
+        file=sys.stderr,
+    )
+    for problem in catalog.problems:
+        print(f"  {problem}", file=sys.stderr)
 
 
 def _views(ctx: Context) -> Views:
-    """The read models, caught up with everything recorded so far."""
+    """The read models, caught up with everything recorded so far (policies react first,
+    so an issue a run's last commit calls for is open before anything reads)."""
     views = Views.for_store(ctx.store)
-    views.catch_up()
+    Followers(ctx.store, views).catch_up()
     return views
 
 
@@ -83,8 +108,12 @@ def cmd_replay(ns: argparse.Namespace) -> int:
 
     ctx = _open(ns)
     # Existence from the raw records: a tampered stream must still be verifiable.
-    if not ctx.store.recorder.select_events(ns.run_id, limit=1):
+    last = ctx.store.recorder.select_events(ns.run_id, desc=True, limit=1)
+    if not last:
         raise RunNotFoundError(ns.run_id)
+    final = last[0].originator_version
+    if ns.at is not None and not 1 <= ns.at <= final:
+        raise BadInputError(f"--at must be a version from 1 to {final}")
     if ns.verify:
         problems = verify(ctx.store, ns.run_id)
         if problems:
@@ -164,8 +193,6 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
-    import os
-
     import uvicorn
 
     from controlroom.api.app import TOKEN_VAR, create_app
@@ -176,26 +203,99 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             f"refusing to listen on {ns.host} without {TOKEN_VAR}; set a token, or pass "
             "--insecure to accept anyone on the network"
         )
-    ctx = _open(ns)
-    app = create_app(ctx, token)
-    print(f"serving {ctx.workspace.root} on http://{ns.host}:{ns.port}", file=sys.stderr)
-    uvicorn.run(app, host=ns.host, port=ns.port, log_level=ns.log_level)
+    try:
+        listener = _listen(ns.host, ns.port)
+    except socket.gaierror as exc:
+        raise BadInputError(f"cannot listen on '{ns.host}': {exc.strerror}") from None
+    except OSError as exc:
+        hint = (
+            "; another process is listening there: pick another --port, or --port 0 for any "
+            "free port"
+            if exc.errno == errno.EADDRINUSE
+            else ""
+        )
+        print(
+            f"controlroom: error: cannot listen on {ns.host}:{ns.port}: {exc.strerror}{hint}",
+            file=sys.stderr,
+        )
+        return EXIT_UNAVAILABLE
+    with listener:
+        ctx = _open(ns)
+        server = uvicorn.Server(uvicorn.Config(create_app(ctx, token), log_level=ns.log_level))
+        port = listener.getsockname()[1]
+        host = f"[{ns.host}]" if ":" in ns.host else ns.host
+        print(f"serving {ctx.workspace.root} on http://{host}:{port}", file=sys.stderr)
+        try:
+            server.run(sockets=[listener])
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM, re-raised by uvicorn after shutdown
+            pass
+        except SystemExit as exc:  # uvicorn's way to say the app failed to start
+            print(
+                f"controlroom: error: the server did not start (uvicorn exit {exc.code})",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
     return EXIT_DONE
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything starts: a taken port is a
+    clear error here, not a server that resumed runs and then quit (uvicorn binds only
+    after the app's start-up, and exits 3 when it cannot). Port 0 picks a free port."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _port(raw: str) -> int:
+    if not raw.strip().isdigit() or not 0 <= int(raw) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"'{raw}' is not a port: use 1 to 65535, or 0 for any free port"
+        )
+    return int(raw)
+
+
 def cmd_projections(ns: argparse.Namespace) -> int:
+    """`status`: each projection's position, the log's head, the lag between them.
+    `rebuild [NAME]`: empty one projection (or all) and replay the log into it."""
     ctx = _open(ns)
-    views = Views.for_store(ctx.store)
-    applied = views.rebuild()
-    print(f"rebuilt views from {applied} events (position {views.position()})")
+    counts: dict[str, int] = {}
+    with contextlib.closing(Views.for_store(ctx.store)) as views:
+        if ns.action == "rebuild":
+            names = [views.get(ns.name).name] if ns.name else views.names()
+            counts = {name: views.rebuild(name) for name in names}
+        elif ns.name:
+            raise BadInputError("projections status takes no name")
+        statuses = views.status()
+    if ns.json:
+        _emit_json([s.model_dump(mode="json") for s in statuses])
+    elif ns.action == "rebuild":
+        for s in statuses:
+            if s.name in counts:
+                events = f"{counts[s.name]} event" + ("" if counts[s.name] == 1 else "s")
+                print(f"rebuilt {s.name} from {events} (position {s.position})")
+    else:
+        print(f"{'projection':<12} {'position':>9} {'head':>9} {'lag':>9}")
+        for s in statuses:
+            print(f"{s.name:<12} {s.position:>9} {s.head:>9} {s.lag:>9}")
     return EXIT_DONE
 
 
 def _print_run_summary(run: Run, ctx: Context) -> None:
     print(f"{run.id}: {run.status.value}" + (f" — {run.error}" if run.error else ""))
-    for issue in _views(ctx).issues(run_id=run.id):
-        print(f"  issue {issue['issue_id']}: {issue['title']}")
-        evidence = issue.get("evidence")
+    with contextlib.closing(_views(ctx)) as views:
+        issues = views.query.issues(run_id=run.id)
+    for issue in issues:
+        print(f"  issue {issue.issue_id}: {issue.title}")
+        evidence = issue.evidence
         if isinstance(evidence, dict):
             for finding in evidence.get("findings") or evidence.get("conflicts") or []:
                 message = finding.get("message") if isinstance(finding, dict) else finding
@@ -204,7 +304,8 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
 
 def _finish(ctx: Context, run: Run, as_json: bool) -> int:
     if as_json:
-        _emit_json(build_run_view(ctx.store.stream(run.id)).consolidated())
+        with contextlib.closing(_views(ctx)) as views:
+            _emit_json(views.query.run(run.id).model_dump(mode="json"))
     else:
         _print_run_summary(run, ctx)
     return STATUS_EXIT.get(run.status, EXIT_FAILED)
@@ -218,8 +319,11 @@ def cmd_run(ns: argparse.Namespace) -> int:
     request = RunRequest(
         ns.task, _parse_args_kv(ns.arg), session_id=ns.session, description=ns.description
     )
+    printer = None if ns.quiet else ProgressPrinter()
+    if printer:
+        ctx.store.observe(printer)
     try:
-        run = service.start(request)
+        run = service.start(request, owner=process_owner())
     except NotRoutableError as exc:
         message = {"routable": False, "reason": exc.reason, "task": exc.description}
         if ns.json:
@@ -231,12 +335,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return EXIT_NOT_ROUTABLE
-    printer = None if ns.quiet else ProgressPrinter()
-    if printer:
-        # The start was committed before the runner took over: show it the same way.
-        printer([Positioned(0, e) for e in ctx.store.stream(run.id)])
     try:
-        run = asyncio.run(service.execute(run, printer))
+        run = asyncio.run(service.execute(run))
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
@@ -261,12 +361,16 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         printer = (
             None if ns.quiet else ProgressPrinter(total_steps=service.load(run_id).total_steps)
         )
+        if printer:
+            ctx.store.observe(printer)
         try:
-            run = asyncio.run(service.resume(run_id, printer))
+            run = asyncio.run(service.resume(run_id, owner=process_owner()))
         except KeyboardInterrupt:
             print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
             return EXIT_INTERRUPTED
         code = _finish(ctx, run, ns.json)
+        if printer:
+            ctx.store.unobserve(printer)
         worst = max(worst, code)
     return worst
 
@@ -282,54 +386,61 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
 
 
 def cmd_show(ns: argparse.Namespace) -> int:
+    """The same view as `GET /api/runs/{id}`: the runs projection, caught up."""
     ctx = _open(ns)
-    RunService(ctx).load(ns.run_id)
-    view = build_run_view(ctx.store.stream(ns.run_id)).consolidated()
+    with contextlib.closing(_views(ctx)) as views:
+        view = views.query.run(ns.run_id)
     if ns.json:
-        _emit_json(view)
+        _emit_json(view.model_dump(mode="json"))
         return EXIT_DONE
     print(
-        f"{view['run_id']}  {view['recipe_id']}  {view['status']}"
-        f"  step {view['current_step_index'] + 1}/{view['total_steps']}"
+        f"{view.run_id}  {view.recipe_id}  {view.status}"
+        f"  step {view.current_step_index + 1}/{view.total_steps}"
     )
-    print(f"task: {view['task']['description']}")
+    print(f"task: {view.task.description}")
     print(
-        f"created {view['created_at']}  updated {view['updated_at']}"
-        f"  completed {view['completed_at'] or '-'}"
+        f"created {view.created_at}  updated {view.updated_at}"
+        f"  completed {view.completed_at or '-'}"
     )
-    for step in view["steps"]:
-        who = step.get("tool") or step.get("agent_archetype")
+    for step in view.steps:
+        who = step.tool or step.agent_archetype or step.kind
         print(
-            f"  {step['status']:>9}  {step['phase']}  {step['step_id']} ({who})"
-            f" → {step['output_slot']}: {(step.get('output_preview') or '')[:70]}"
+            f"  {step.status:>9}  {step.phase}  {step.instance_id or step.step_id} ({who})"
+            f" → {step.output_slot}: {(step.output_preview or '')[:70]}"
         )
-    if view.get("dod"):
-        for r in view["dod"]["results"]:
-            print(f"  DoD {'✓' if r['passed'] else '✗'} {r['detail']}")
-    if view["error"]:
-        print(f"error: {view['error']}")
+    if view.dod:
+        for r in view.dod.results:
+            print(f"  DoD {'✓' if r.passed else '✗'} {r.detail}")
+    if view.error:
+        print(f"error: {view.error}")
+    if view.damage:
+        print(f"damaged: {view.damage}")
+        print(f"  locate it with `controlroom replay {view.run_id} --verify`")
     return EXIT_DONE
 
 
 def cmd_runs(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    rows = _views(ctx).runs(status=ns.status, recipe_id=ns.recipe)
+    with contextlib.closing(_views(ctx)) as views:
+        rows = views.query.runs(status=ns.status, recipe_id=ns.recipe)
     if ns.json:
-        _emit_json(rows)
+        _emit_json([r.model_dump(mode="json") for r in rows])
         return EXIT_DONE
     if not rows:
         print("no runs")
     for r in rows:
         print(
-            f"{r['run_id']}  {r['status']:<9}  {r['recipe_id']:<26}  {r['created_at']}"
-            f"  {r['description'][:40]}"
+            f"{r.run_id}  {r.status:<9}  {r.recipe_id:<26}  {r.created_at}"
+            f"  {r.description[:40]}" + (f"  ({r.damage})" if r.damage else "")
         )
     return EXIT_DONE
 
 
 def cmd_events(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    RunService(ctx).load(ns.run_id)
+    # Existence from the raw records: the events of a damaged run must still be listable.
+    if not ctx.store.recorder.select_events(ns.run_id, limit=1):
+        raise RunNotFoundError(ns.run_id)
     events = ctx.store.stream(ns.run_id)
     if ns.json:
         _emit_json(
@@ -354,16 +465,18 @@ def cmd_events(ns: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def _catalog(ns: argparse.Namespace) -> Any:
+def _catalog(ns: argparse.Namespace, warn: bool = True) -> Any:
     from controlroom.prompts.registry import PromptRegistry
-    from controlroom.recipes.catalog import RecipeCatalog
     from controlroom.tools.base import ToolRegistry
     from controlroom.tools.workspace import Workspace
 
     workspace = Workspace(Path(ns.workspace))
     tools = ToolRegistry.default()
     prompts = PromptRegistry.for_workspace(workspace.root)
-    return RecipeCatalog.load(workspace.root, tools.names(), prompts.prompt_types()), tools, prompts
+    catalog = RecipeCatalog.load(workspace.root, tools.names(), prompts.prompt_types())
+    if warn:
+        _warn_about_recipes(catalog)
+    return catalog, tools, prompts
 
 
 def cmd_route(ns: argparse.Namespace) -> int:
@@ -389,7 +502,7 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
         print(render_schema(), end="")
         return EXIT_DONE
     if ns.action == "validate" and ns.target:
-        _, tools, prompts = _catalog(ns)
+        _, tools, prompts = _catalog(ns, warn=False)
         target = Path(ns.target)
         files = recipe_files(target) if target.is_dir() else [target]
         if not files:
@@ -404,8 +517,9 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
             raise RecipeInvalidError(problems)
         print(f"ok: {len(files)} recipe file(s) valid")
         return EXIT_DONE
-    catalog, _, _ = _catalog(ns)
+    catalog, _, _ = _catalog(ns, warn=ns.action != "validate")
     if ns.action == "validate":
+        catalog.check()  # every problem in every file, exit 64
         print(f"ok: {len(catalog.recipes())} recipes valid")
     elif ns.action == "list":
         rows = [
@@ -426,20 +540,21 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
     elif ns.action == "show":
         if not ns.target:
             raise BadInputError("recipes show needs a recipe id")
-        _emit_json(catalog.get(ns.target).snapshot())
+        _emit_json(catalog.entry(ns.target).recipe.snapshot())
     return EXIT_DONE
 
 
 def cmd_issues(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    rows = _views(ctx).issues(run_id=ns.run)
+    with contextlib.closing(_views(ctx)) as views:
+        rows = views.query.issues(run_id=ns.run)
     if ns.json:
-        _emit_json(rows)
+        _emit_json([r.model_dump(mode="json") for r in rows])
         return EXIT_DONE
     if not rows:
         print("no issues")
     for r in rows:
-        print(f"{r['issue_id']}  {r['status']:<6}  run {r['run_id']}  {r['title']}")
+        print(f"{r.issue_id}  {r.status:<6}  run {r.run_id}  {r.title}")
     return EXIT_DONE
 
 
@@ -479,7 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("runs", parents=[common], help="list runs")
-    p.add_argument("--status", choices=[s.value for s in RunStatus])
+    p.add_argument("--status", choices=RUN_STATUSES)
     p.add_argument("--recipe")
     p.set_defaults(func=cmd_runs)
 
@@ -509,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", parents=[common], help="serve the HTTP API and SSE feeds")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--port", type=_port, default=8765, help="1-65535, or 0 for any free port")
     p.add_argument(
         "--insecure",
         action="store_true",
@@ -522,8 +637,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["check", "schema"])
     p.set_defaults(func=cmd_models)
 
-    p = sub.add_parser("projections", parents=[common], help="rebuild the read models")
-    p.add_argument("action", choices=["rebuild"])
+    p = sub.add_parser(
+        "projections", parents=[common], help="the read models: how far they are, rebuild"
+    )
+    p.add_argument("action", choices=["status", "rebuild"])
+    p.add_argument("name", nargs="?", help="one projection (rebuild; default: all)")
     p.set_defaults(func=cmd_projections)
 
     p = sub.add_parser("issues", parents=[common], help="issues opened by runs")
@@ -538,6 +656,25 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader gone before the last buffered line counts too
+    except BrokenPipeError:
+        return _output_closed()
+    return code
+
+
+def _output_closed() -> int:
+    """The reader of our output went away (`controlroom runs | head -3`): stop quietly.
+    Both streams point at /dev/null so the interpreter's final flush cannot complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    return EXIT_OUTPUT_CLOSED
+
+
+def _main(argv: list[str] | None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         code: int = ns.func(ns)

@@ -3,7 +3,8 @@
 Each new event is read from the store, decoded and encoded once, then kept in a bounded
 in-memory window that every subscriber filters. A subscriber that asks for positions
 older than the window reads them from the store first, then joins the window, so
-delivery cost stays flat as subscribers are added.
+delivery cost stays flat as subscribers are added. Store reads run in worker threads, one
+bounded page at a time, so they never hold up the event loop.
 
 The window also carries transient messages (a model's partial output as it streams).
 They have no position and are never stored: a client that reconnects gets every stored
@@ -20,7 +21,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 
+from controlroom.api.history import PAGE, log_page
 from controlroom.api.notify import LogNotifier
 from controlroom.eventstore.store import EventStore, Positioned
 
@@ -79,9 +82,15 @@ class EventHub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def publish_partial(self, run_id: str, step_id: str, text: str) -> None:
-        """A transient `partial` message: streamed model output, never stored."""
-        data = json.dumps({"run_id": run_id, "step_id": step_id, "text": text}, ensure_ascii=False)
+    def publish_partial(
+        self, *, run_id: str, step_id: str, attempt: int, text: str, **future: object
+    ) -> None:
+        """A transient `partial` message: streamed model output, never stored. `attempt`
+        tells a retry's text from the first attempt's."""
+        data = json.dumps(
+            {"run_id": run_id, "step_id": step_id, "attempt": attempt, "text": text},
+            ensure_ascii=False,
+        )
         self._append(
             [(run_id, None, ServerSentEvent(data=data, event="partial", sep=SEPARATOR).encode())]
         )
@@ -93,21 +102,30 @@ class EventHub:
         published, self._published = self._published, asyncio.Event()
         published.set()
 
-    def _read_new(self) -> None:
-        fresh = [
-            (item.event.originator_id, item, encode_message(item))
-            for item in self.store.read_log(after=self.head)
+    def _encoded_page(self, after: int) -> list[Delivery]:
+        """One bounded page of the log after `after`, decoded and encoded (blocking: call
+        it in a worker thread)."""
+        return [
+            Delivery(0, item.event.originator_id, item, encode_message(item))
+            for item in log_page(self.store, after, PAGE)
         ]
-        if fresh:
-            last = fresh[-1][1]
+
+    async def _read_new(self) -> None:
+        while True:
+            page = await run_in_threadpool(self._encoded_page, self.head)
+            if not page:
+                return
+            last = page[-1].item
             assert last is not None
             self.head = last.position
-            self._append(fresh)
+            self._append([(d.run_id, d.item, d.message) for d in page])
+            if len(page) < PAGE:
+                return
 
     async def _read_forever(self) -> None:
         while True:
             seen = self.notifier.generation
-            self._read_new()
+            await self._read_new()
             await self.notifier.wait(seen)
 
     def _oldest_stored(self) -> int:
@@ -126,11 +144,18 @@ class EventHub:
             window_lost_us = seq is not None and self.window and self.window[0].seq > seq + 1
             if window_lost_us or (seq is None and cursor < oldest - 1):
                 seq = None  # too far behind the window: read the gap from the store
-                for item in self.store.read_log(after=cursor):
-                    if item.position >= oldest:
+                page = await run_in_threadpool(self._encoded_page, cursor)
+                for delivery in page:
+                    assert delivery.item is not None
+                    if delivery.item.position >= oldest:
                         break
-                    cursor = item.position
-                    yield Delivery(0, item.event.originator_id, item, encode_message(item))
+                    cursor = delivery.item.position
+                    yield delivery
+                else:
+                    if len(page) == PAGE:
+                        continue  # more of the gap to read
+                # The gap is read (positions may skip numbers: a rolled-back commit).
+                cursor = max(cursor, oldest - 1)
                 continue
             if seq is None:  # join after the last stored event this subscriber has
                 seq = next(

@@ -1,11 +1,54 @@
-"""The OpenAPI 3.1 document for every endpoint and body, built from the pydantic models."""
+"""The OpenAPI 3.1 document for every endpoint and body, built from the pydantic models.
+
+Request bodies and responses are the models the API itself validates and answers with (the
+view models of `controlroom.projections.models`), so the document cannot drift from them.
+"""
 
 from __future__ import annotations
 
 from functools import cache
 from typing import Any
 
+from pydantic import BaseModel, TypeAdapter
+
 from controlroom.api.bodies import RouteBody, StartRunBody
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.run_events import RoutingDecision
+from controlroom.projections.models import (
+    RUN_STATUSES,
+    AuditTrail,
+    IssueView,
+    RecipeSummary,
+    RunDetail,
+    RunState,
+    RunSummary,
+    SlotView,
+    StepView,
+)
+
+_REF = "#/components/schemas/{model}"
+
+
+class _Components:
+    """Collects each model's JSON Schema under `components/schemas`, its `$defs` hoisted
+    beside it, and hands out `$ref`s to it."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, Any] = {}
+
+    def ref(self, model: type[BaseModel], **options: Any) -> dict[str, Any]:
+        return self._add(model.__name__, model.model_json_schema(ref_template=_REF, **options))
+
+    def union(self, name: str, annotation: Any) -> dict[str, Any]:
+        return self._add(name, TypeAdapter(annotation).json_schema(ref_template=_REF))
+
+    def array(self, model: type[BaseModel]) -> dict[str, Any]:
+        return {"type": "array", "items": self.ref(model)}
+
+    def _add(self, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+        self.schemas.update(schema.pop("$defs", {}))
+        self.schemas[name] = schema
+        return {"$ref": _REF.format(model=name)}
 
 
 def _param(name: str, where: str, schema: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -13,7 +56,6 @@ def _param(name: str, where: str, schema: dict[str, Any], **extra: Any) -> dict[
 
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
-_OBJECT: dict[str, Any] = {"type": "object"}
 _RUN_ID = _param("run_id", "path", {"type": "string"})
 _AFTER = _param(
     "after",
@@ -59,45 +101,27 @@ _SSE = {
 
 @cache
 def openapi_document() -> dict[str, Any]:
-    run_summary = {
-        "type": "object",
-        "properties": {
-            k: {"type": ["string", "null"]}
-            for k in ("run_id", "recipe_id", "status", "created_at", "completed_at", "description")
-        },
-    }
+    models = _Components()
+    run_state = models.ref(RunState)
+    run_detail = models.ref(RunDetail)
     paths: dict[str, Any] = {
         "/api/runs": {
             "post": _op(
                 "Start a run",
-                {
-                    "201": _json(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "run_id": {"type": "string"},
-                                "status": {"type": "string"},
-                            },
-                        },
-                        "started",
-                    )
-                },
+                {"201": _json(run_state, "started")},
                 400,
                 413,
                 requestBody=_body("StartRunBody"),
             ),
             "get": _op(
                 "List runs",
-                {"200": _json({"type": "array", "items": run_summary}, "runs")},
+                {"200": _json(models.array(RunSummary), "runs")},
                 400,
                 parameters=[
                     _param(
                         "status",
                         "query",
-                        {
-                            "type": "string",
-                            "enum": ["pending", "running", "done", "failed", "cancelled"],
-                        },
+                        {"type": "string", "enum": list(RUN_STATUSES)},
                     ),
                     _param("recipe_id", "query", {"type": "string"}),
                 ],
@@ -105,13 +129,16 @@ def openapi_document() -> dict[str, Any]:
         },
         "/api/runs/{run_id}": {
             "get": _op(
-                "Consolidated run view", {"200": _json(_OBJECT, "run")}, 404, parameters=[_RUN_ID]
+                "Consolidated run view",
+                {"200": _json(run_detail, "run")},
+                404,
+                parameters=[_RUN_ID],
             )
         },
         "/api/runs/{run_id}/steps": {
             "get": _op(
                 "Full step log",
-                {"200": _json({"type": "array", "items": _OBJECT}, "steps")},
+                {"200": _json(models.array(StepView), "steps")},
                 404,
                 parameters=[_RUN_ID],
             )
@@ -119,7 +146,7 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/cache/{slot}": {
             "get": _op(
                 "One cache slot",
-                {"200": _json(_OBJECT, "slot")},
+                {"200": _json(models.union("SlotView", SlotView), "slot")},
                 404,
                 parameters=[
                     _RUN_ID,
@@ -130,7 +157,7 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/cancel": {
             "post": _op(
                 "Cancel a running run",
-                {"200": _json(_OBJECT, "cancelled")},
+                {"200": _json(run_state, "cancelled")},
                 404,
                 409,
                 parameters=[_RUN_ID],
@@ -139,7 +166,12 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/audit": {
             "get": _op(
                 "Events with hashes, or the view at a version",
-                {"200": _json(_OBJECT, "audit")},
+                {
+                    "200": _json(
+                        {"oneOf": [models.ref(AuditTrail), run_detail]},
+                        "the events with their hashes; with `at`, the run view at that version",
+                    )
+                },
                 400,
                 404,
                 parameters=[
@@ -177,27 +209,25 @@ def openapi_document() -> dict[str, Any]:
         "/api/issues": {
             "get": _op(
                 "List issues",
-                {"200": _json({"type": "array", "items": _OBJECT}, "issues")},
+                {"200": _json(models.array(IssueView), "issues")},
                 parameters=[_param("run_id", "query", {"type": "string"})],
             )
         },
         "/api/issues/{issue_id}": {
             "get": _op(
                 "One issue",
-                {"200": _json(_OBJECT, "issue")},
+                {"200": _json(models.ref(IssueView), "issue")},
                 404,
                 parameters=[_param("issue_id", "path", {"type": "string"})],
             )
         },
         "/api/recipes": {
-            "get": _op(
-                "List recipes", {"200": _json({"type": "array", "items": _OBJECT}, "recipes")}
-            )
+            "get": _op("List recipes", {"200": _json(models.array(RecipeSummary), "recipes")})
         },
         "/api/recipes/{recipe_id}": {
             "get": _op(
                 "One recipe",
-                {"200": _json(_OBJECT, "recipe")},
+                {"200": _json(models.ref(Recipe, by_alias=True), "recipe")},
                 400,
                 parameters=[_param("recipe_id", "path", {"type": "string"})],
             )
@@ -205,16 +235,17 @@ def openapi_document() -> dict[str, Any]:
         "/api/route": {
             "post": _op(
                 "Route a task description to a recipe",
-                {"200": _json(_OBJECT, "routing decision")},
+                {"200": _json(models.ref(RoutingDecision), "routing decision")},
                 400,
                 413,
                 requestBody=_body("RouteBody"),
             )
         },
     }
+    models.ref(StartRunBody)
+    models.ref(RouteBody)
     schemas = {
-        "StartRunBody": StartRunBody.model_json_schema(ref_template="#/components/schemas/{model}"),
-        "RouteBody": RouteBody.model_json_schema(ref_template="#/components/schemas/{model}"),
+        **models.schemas,
         "Error": {
             "type": "object",
             "required": ["error"],

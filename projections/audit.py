@@ -137,7 +137,19 @@ def export_run(view: RunView, folder: Path) -> list[Path]:
         if s["status"] in ("done", "failed")
     ]
     cache = {
-        name: {k: v for k, v in slot.items() if v is not None} for name, slot in view.slots.items()
+        name: {
+            k: v
+            for k, v in {
+                "type": slot["type"],
+                "receipt_id": slot["receipt_id"],
+                "agent_id": slot["agent_id"],
+                "text": view.texts.get(name),
+                "sha256": slot["sha256"],
+                "summary": slot["summary"],
+            }.items()
+            if v is not None
+        }
+        for name, slot in view.slots.items()
     }
     written = []
     for name, text in (

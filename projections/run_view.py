@@ -1,41 +1,51 @@
 """The consolidated run view of appendix D and the step log of appendix A, from events only.
 
-Folding a prefix of a run's events gives the view as it stood at that version, which is
-what audit replay needs; no tool, model or clock is involved.
+One fold serves the runs projection, which keeps its state between batches, and audit
+replay, which folds a prefix of one stream: the view as it stood at that version. It reads
+each event as its stored JSON and never calls a tool, a model or the clock.
+
+Steps are keyed by instance (`draft`, then `draft#2`), so a recipe step that runs twice is
+listed twice. An event type the fold does not know (a new step kind's own events) only
+moves the run's version. A stream that does not fold (an event missing or out of order, as
+after a stored event was deleted by hand, or one that does not fit the run) marks the run
+`damaged`, with the reason in `damage`; the fold never raises for one run's events.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run_events import (
-    AgentResponded,
-    DodChecked,
-    ReceiptIssued,
-    RunCancelled,
-    RunCompleted,
-    RunFailed,
-    RunResumed,
-    RunStarted,
-    SlotWritten,
-    StepCompleted,
-    StepFailed,
-    StepStarted,
-)
+
+#: The fold's view of one step: the step log entry, extended as the step's events arrive.
+Step = dict[str, Any]
 
 
 class RunView:
-    """Mutable accumulator; `apply` one event at a time, then read `as_dict`."""
+    """Mutable accumulator: `apply_data` one stored event at a time, then read the views."""
 
     def __init__(self) -> None:
         self.run: dict[str, Any] = {}
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[Step] = []
         self.slots: dict[str, dict[str, Any]] = {}
+        #: Artifact texts folded by this object, by slot. Not part of `to_state`: the runs
+        #: projection keeps each text once, in a table of its own.
+        self.texts: dict[str, str] = {}
         self.dod: dict[str, Any] | None = None
         self.version = 0
+
+    @property
+    def damage(self) -> str | None:
+        found: str | None = self.run.get("damage")
+        return found
+
+    @property
+    def status(self) -> str:
+        found: str = self.run.get("status", "pending")
+        return found
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -54,17 +64,50 @@ class RunView:
         return view
 
     def apply(self, event: DomainEvent) -> None:
-        self.apply_data(event.type_name, json.loads(event.stored_json()))
+        self.apply_data(event.type_name, orjson.loads(event.stored_json()))
 
     def apply_data(self, type_name: str, data: dict[str, Any]) -> None:
-        """Fold one event given as its stored JSON: the projector reads the log this way,
-        without building pydantic objects, and replay goes through here too."""
-        self.version = data["originator_version"]
+        """Fold one event given as its stored JSON (upcast to the current shape)."""
+        version: int = data["originator_version"]
+        if self.damage is None:
+            expected = self.version + 1
+            if version != expected:
+                problem = "is missing" if version > expected else "is out of order"
+                found = f"event v{version}" if version > expected else f"v{version} again"
+                self.mark_damaged(
+                    data["originator_id"],
+                    data.get("timestamp"),
+                    f"event v{expected} {problem} (found {found})",
+                )
+            else:
+                try:
+                    self._fold(type_name, data)
+                except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                    self.mark_damaged(
+                        data["originator_id"],
+                        data.get("timestamp"),
+                        f"event v{version} ({type_name}) does not fit the run: "
+                        f"{type(exc).__name__} {exc}",
+                    )
+        self.version = max(self.version, version)
+
+    def mark_damaged(self, run_id: str, at: str | None, reason: str) -> None:
+        """Stop folding this run: its view cannot be trusted past this point."""
+        if not self.run:
+            self.run = _skeleton(run_id, at or "")
+        self.run.update(status="damaged", damage=reason, phase=None)
+
+    def _fold(self, type_name: str, data: dict[str, Any]) -> None:
+        at: str = data["timestamp"]
+        if not self.run and type_name != "RunStarted":
+            raise ValueError("the run's first event is not RunStarted")
         if self.run:
-            self.run["updated_at"] = data["timestamp"]
+            self.run["updated_at"] = at
         handler = _HANDLERS.get(type_name)
         if handler is not None:
-            handler(self, data, data["timestamp"])
+            handler(self, data, at)
+
+    # -- one handler per event type ----------------------------------------------------------
 
     def _on_started(self, e: dict[str, Any], at: str) -> None:
         task = e["task"]
@@ -82,41 +125,52 @@ class RunView:
             "completed_at": None,
             "task": {
                 "description": task["description"],
-                "session_plan_task_id": task["session_plan_task_id"],
-                "initial_args": task["args"],
+                "session_plan_task_id": task.get("session_plan_task_id"),
+                "initial_args": task.get("args", {}),
             },
             "recipe_fingerprint": e["fingerprint"],
-            "routing": e["routing"],
+            "routing": e.get("routing"),
             "error": None,
         }
 
+    def _on_claimed(self, e: dict[str, Any], at: str) -> None:
+        self.run["owner"] = e["owner"]
+
     def _on_step_started(self, e: dict[str, Any], at: str) -> None:
         self.run.update(phase=e["phase"], current_step_index=e["step_index"])
-        self.steps.append(
-            {
-                "step_index": e["step_index"],
-                "step_id": e["step_id"],
-                "phase": e["phase"],
-                "tool": e["tool"],
-                "agent_archetype": e["agent_archetype"],
-                "agent_id": None,
-                "status": "running",
-                "output_slot": e["output_slot"],
-                "receipt_id": None,
-                "input_slot_refs": [],
-                "output_hash": None,
-                "output_preview": None,
-                "started_at": at,
-                "completed_at": None,
-                "error": None,
-            }
-        )
+        step = {
+            "step_index": e["step_index"],
+            "step_id": e["step_id"],
+            "instance_id": e.get("instance_id") or e["step_id"],
+            "kind": e.get("kind") or ("tool" if e["phase"] == "a" else "agent"),
+            "phase": e["phase"],
+            "tool": e.get("tool"),
+            "agent_archetype": e.get("agent_archetype"),
+            "agent_id": None,
+            "status": "running",
+            "output_slot": e["output_slot"],
+            "receipt_id": None,
+            "input_slot_refs": [],
+            "output_hash": None,
+            "output_preview": None,
+            "started_at": at,
+            "completed_at": None,
+            "error": None,
+        }
+        for index, known in enumerate(self.steps):
+            if known["instance_id"] == step["instance_id"]:
+                self.steps[index] = step  # the same instance started again
+                return
+        self.steps.append(step)
+
+    def _on_step_waiting(self, e: dict[str, Any], at: str) -> None:
+        self._step(e).update(status="waiting", waiting_for=e.get("reason"))
 
     def _on_receipt(self, e: dict[str, Any], at: str) -> None:
-        self._step(e["step_id"])["receipt_id"] = e["receipt_id"]
+        self._step(e)["receipt_id"] = e["receipt_id"]
 
     def _on_agent(self, e: dict[str, Any], at: str) -> None:
-        self._step(e["step_id"]).update(
+        self._step(e).update(
             agent_id=e["agent_id"],
             tier=e["tier"],
             provider=e["provider"],
@@ -124,29 +178,37 @@ class RunView:
             prompt_hash=e["prompt_hash"],
             usage=e["usage"],
             latency_ms=e["latency_ms"],
+            attempts=e.get("attempts", 1),
+            cost_usd=e.get("cost_usd"),
         )
 
     def _on_slot(self, e: dict[str, Any], at: str) -> None:
-        self.slots[e["slot"]] = {
+        name = e["slot"]
+        self.slots[name] = {
             "type": e["kind"],
-            "receipt_id": e["receipt_id"],
-            "agent_id": e["agent_id"],
-            "text": e["text"],
+            "receipt_id": e.get("receipt_id"),
+            "agent_id": e.get("agent_id"),
             "sha256": e["sha256"],
             "summary": e["summary"],
         }
+        text = e.get("text")
+        if text is not None:
+            self.texts[name] = text
+        else:
+            self.texts.pop(name, None)
 
     def _on_step_completed(self, e: dict[str, Any], at: str) -> None:
-        self._step(e["step_id"]).update(
+        self._step(e).update(
             status="done",
             output_hash=e["output_hash"],
             output_preview=e["output_preview"],
             input_slot_refs=e["input_slot_refs"],
             completed_at=at,
+            waiting_for=None,
         )
 
     def _on_step_failed(self, e: dict[str, Any], at: str) -> None:
-        self._step(e["step_id"]).update(status="failed", error=e["error"], completed_at=at)
+        self._step(e).update(status="failed", error=e["error"], completed_at=at, waiting_for=None)
 
     def _on_dod(self, e: dict[str, Any], at: str) -> None:
         self.dod = {"passed": e["passed"], "results": e["results"]}
@@ -159,46 +221,34 @@ class RunView:
 
     def _on_cancelled(self, e: dict[str, Any], at: str) -> None:
         for step in self.steps:
-            if step["status"] == "running":
+            if step["status"] in ("running", "waiting"):
                 step["status"] = "cancelled"
         self._finish("cancelled", f"cancelled: {e['reason']}", at)
 
     def _on_resumed(self, e: dict[str, Any], at: str) -> None:
         self.run["resumed"] = self.run.get("resumed", 0) + 1
 
-    def _step(self, step_id: str) -> dict[str, Any]:
+    def _step(self, e: dict[str, Any]) -> Step:
+        """The step an event is about: by instance when the event names one, else the
+        latest instance of its recipe step (receipts and replies name only the step)."""
+        instance = e.get("instance_id")
         for step in reversed(self.steps):
-            if step["step_id"] == step_id:
-                found: dict[str, Any] = step
-                return found
-        raise KeyError(step_id)
+            if (step["instance_id"] == instance) if instance else step["step_id"] == e["step_id"]:
+                return step
+        raise KeyError(instance or e["step_id"])
 
     def _finish(self, status: str, error: str | None, at: str) -> None:
         self.run.update(status=status, error=error, phase=None, completed_at=at)
 
+    # -- views -------------------------------------------------------------------------------
+
     def consolidated(self) -> dict[str, Any]:
-        """`GET /api/runs/{id}` (appendix D)."""
-        view = {k: v for k, v in self.run.items() if k not in ("routing",)}
+        """`GET /api/runs/{id}` (appendix D), as `RunDetail` validates it."""
+        view = {k: v for k, v in self.run.items() if k != "routing"}
         view["task"] = {"description": self.run["task"]["description"]}
-        view["steps"] = [
-            {
-                k: v
-                for k, v in {
-                    "step_id": s["step_id"],
-                    "phase": s["phase"],
-                    "status": s["status"],
-                    "tool": s["tool"],
-                    "agent_archetype": s["agent_archetype"],
-                    "output_slot": s["output_slot"],
-                    "output_preview": s["output_preview"],
-                    "error": s["error"],
-                }.items()
-                if v is not None or k in ("step_id", "phase", "status", "output_slot")
-            }
-            for s in self.steps
-        ]
+        view["steps"] = [_step_summary(s) for s in self.steps]
         view["cache_summary"] = {
-            slot: {"type": v["type"], "preview": _one_line(v["summary"])}
+            slot: {"type": v["type"], "preview": one_line(v["summary"])}
             for slot, v in self.slots.items()
         }
         view["dod"] = self.dod
@@ -206,51 +256,75 @@ class RunView:
         view["version"] = self.version
         return view
 
-    def step_log(self) -> list[dict[str, Any]]:
-        """`GET /api/runs/{id}/steps`: every step with its observability fields."""
+    def step_log(self) -> list[Step]:
+        """`GET /api/runs/{id}/steps`: every step instance with its observability fields."""
         return [dict(s) for s in self.steps]
 
-    def slot(self, name: str) -> dict[str, Any] | None:
-        """`GET /api/runs/{id}/cache/{slot}`: pointer metadata, or the artifact's full text."""
-        found = self.slots.get(name)
-        if found is None:
-            return None
-        if found["type"] == "pointer":
-            return {
-                "slot": name,
-                "type": "pointer",
-                "receipt_id": found["receipt_id"],
-                "sha256": found["sha256"],
-                "summary": found["summary"],
-            }
-        return {
-            "slot": name,
-            "type": "artifact",
-            "agent_id": found["agent_id"],
-            "text": found["text"],
-            "sha256": found["sha256"],
-            "summary": _one_line(found["summary"]),
-        }
+
+def _skeleton(run_id: str, at: str) -> dict[str, Any]:
+    """The view of a run whose `RunStarted` could not be read: what its id and time tell."""
+    return {
+        "run_id": run_id,
+        "recipe_id": "",
+        "session_id": "",
+        "trace_id": "",
+        "status": "damaged",
+        "phase": None,
+        "current_step_index": 0,
+        "total_steps": 0,
+        "created_at": at,
+        "updated_at": at,
+        "completed_at": None,
+        "task": {"description": "", "session_plan_task_id": None, "initial_args": {}},
+        "recipe_fingerprint": "",
+        "routing": None,
+        "error": None,
+    }
+
+
+def _step_summary(s: Step) -> dict[str, Any]:
+    summary = {
+        "step_id": s["step_id"],
+        "phase": s["phase"],
+        "status": s["status"],
+        "output_slot": s["output_slot"],
+    }
+    optional = {
+        "instance_id": s["instance_id"] if s["instance_id"] != s["step_id"] else None,
+        "kind": s["kind"] if s["kind"] not in ("tool", "agent") else None,
+        "tool": s["tool"],
+        "agent_archetype": s["agent_archetype"],
+        "output_preview": s["output_preview"],
+        "error": s["error"],
+    }
+    summary.update((k, v) for k, v in optional.items() if v is not None)
+    return summary
 
 
 Handler = Callable[[RunView, dict[str, Any], str], None]
+#: Keyed by stored name: the names are the store's stable contract, not the classes.
 _HANDLERS: dict[str, Handler] = {
-    RunStarted.type_name: RunView._on_started,
-    StepStarted.type_name: RunView._on_step_started,
-    ReceiptIssued.type_name: RunView._on_receipt,
-    AgentResponded.type_name: RunView._on_agent,
-    SlotWritten.type_name: RunView._on_slot,
-    StepCompleted.type_name: RunView._on_step_completed,
-    StepFailed.type_name: RunView._on_step_failed,
-    DodChecked.type_name: RunView._on_dod,
-    RunCompleted.type_name: RunView._on_completed,
-    RunFailed.type_name: RunView._on_failed,
-    RunCancelled.type_name: RunView._on_cancelled,
-    RunResumed.type_name: RunView._on_resumed,
+    "RunStarted": RunView._on_started,
+    "RunClaimed": RunView._on_claimed,
+    "StepStarted": RunView._on_step_started,
+    "StepWaiting": RunView._on_step_waiting,
+    "ReceiptIssued": RunView._on_receipt,
+    "AgentResponded": RunView._on_agent,
+    "SlotWritten": RunView._on_slot,
+    "StepCompleted": RunView._on_step_completed,
+    "StepFailed": RunView._on_step_failed,
+    "DodChecked": RunView._on_dod,
+    "RunCompleted": RunView._on_completed,
+    "RunFailed": RunView._on_failed,
+    "RunCancelled": RunView._on_cancelled,
+    "RunResumed": RunView._on_resumed,
 }
+#: Event types only a run's stream carries: one of them from an unknown stream is a run
+#: whose `RunStarted` is missing.
+RUN_EVENT_NAMES = frozenset(_HANDLERS)
 
 
-def _one_line(text: str, limit: int = 200) -> str:
+def one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 

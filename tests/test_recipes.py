@@ -150,7 +150,7 @@ def test_workspace_recipes_shadow_bundled_ones_by_id(workspace: Path) -> None:
 def test_a_malformed_override_is_reported_with_its_file(workspace: Path) -> None:
     path = write_override(workspace, "broken.json", '{"recipe_id": "x", ')
     with pytest.raises(RecipeInvalidError) as caught:
-        RecipeCatalog.load(workspace, TOOLS, PROMPTS)
+        RecipeCatalog.load(workspace, TOOLS, PROMPTS, strict=True)
     assert str(path) in str(caught.value) and "not valid JSON" in str(caught.value)
 
 

@@ -1,34 +1,19 @@
-"""The event store: configuration, the pydantic mapper, size limit, ordered log."""
+"""Choosing and configuring the event store. What every backend must do is the contract in
+`tests/store_contract.py`, run per backend by `tests/test_store_contract.py`."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from controlroom.domain.errors import PayloadTooLargeError, StoreConfigError
-from controlroom.domain.issue import Issue, IssueOpened
-from controlroom.eventstore.config import store_env
-from controlroom.eventstore.mapper import PydanticMapper
-from controlroom.eventstore.store import EventStore
-
-AT = datetime(2026, 2, 10, 14, 30, tzinfo=UTC)
-
-
-def issue(issue_id: str, detail: str = "d") -> Issue:
-    return Issue.open(
-        issue_id,
-        AT,
-        kind="k",
-        title="t",
-        detail=detail,
-        run_id="run_1",
-        session_id="sess_1",
-        recipe_id="r",
-        check={"check": "slot_not_null"},
-        evidence={"found": ["green"]},
-    )
+from controlroom.domain.errors import StoreConfigError
+from controlroom.eventstore.config import (
+    DEFAULT_MAX_EVENT_BYTES,
+    MAX_EVENT_BYTES_VAR,
+    max_event_bytes,
+    store_env,
+)
 
 
 def test_the_default_store_is_a_sqlite_file_in_the_workspace(tmp_path: Path) -> None:
@@ -40,50 +25,20 @@ def test_the_default_store_is_a_sqlite_file_in_the_workspace(tmp_path: Path) -> 
     assert store_env(tmp_path, "memory")["PERSISTENCE_MODULE"] == "eventsourcing.popo"
 
 
-@pytest.mark.parametrize("spec", ["postgresql://localhost/db", "redis://x", "sqlite:"])
+@pytest.mark.parametrize("spec", ["postgresql://localhost/", "redis://x", "sqlite:"])
 def test_unusable_store_settings_are_clear_errors(tmp_path: Path, spec: str) -> None:
     with pytest.raises(StoreConfigError):
         store_env(tmp_path, spec)
 
 
-@pytest.mark.parametrize("spec", ["memory", None])
-def test_events_round_trip_exactly_through_the_store(tmp_path: Path, spec: str | None) -> None:
-    store = EventStore.for_workspace(tmp_path, spec)
-    original = issue("iss_1")
-    events = list(original._pending)
-    store.save(original)
-    loaded = store.stream("iss_1")
-    assert loaded == events
-    assert isinstance(loaded[0], IssueOpened) and loaded[0].timestamp == AT
-    rebuilt = store.load(Issue, "iss_1")
-    assert rebuilt is not None and rebuilt.version == 1 and rebuilt.title == "t"
-    assert store.load(Issue, "iss_missing") is None
+@pytest.mark.parametrize("raw", ["lots", "100"])
+def test_an_unusable_event_size_limit_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv(MAX_EVENT_BYTES_VAR, raw)
+    with pytest.raises(StoreConfigError, match=MAX_EVENT_BYTES_VAR):
+        max_event_bytes()
 
 
-def test_the_log_reads_in_global_order_with_positions(tmp_path: Path) -> None:
-    store = EventStore.for_workspace(tmp_path)
-    for n in range(7):
-        store.save(issue(f"iss_{n}"))
-    positions = [p.position for p in store.read_log(batch=3)]
-    assert positions == list(range(1, 8))
-    assert [p.position for p in store.read_log(after=5)] == [6, 7]
-    assert store.max_position() == 7
-
-
-def test_an_event_over_the_size_limit_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
-    store = EventStore.for_workspace(tmp_path)
-    store.mapper = PydanticMapper(max_event_bytes=2048)
-    store.events.mapper = store.mapper
-    with pytest.raises(PayloadTooLargeError, match="over the limit of 2048 bytes"):
-        store.save(issue("iss_big", detail="x" * 5000))
-    assert store.max_position() == 0
-    store.save(issue("iss_small"))
-    assert store.max_position() == 1
-
-
-def test_a_store_can_be_reopened_from_its_file(tmp_path: Path) -> None:
-    store = EventStore.for_workspace(tmp_path)
-    store.save(issue("iss_1"))
-    store.close()
-    again = EventStore.for_workspace(tmp_path)
-    assert [p.event.originator_id for p in again.read_log()] == ["iss_1"]
+def test_the_default_event_size_limit_applies_when_unset() -> None:
+    assert max_event_bytes() == DEFAULT_MAX_EVENT_BYTES

@@ -1,0 +1,281 @@
+"""Named projections: read models built from the event log, each with its own tracking row.
+
+A projection has a `name`, the stored names of the event types it reads (`topics`), its
+tables, and `apply`, which writes what one batch of events changes. `Projections` runs a
+set of them over one SQLite database: for each, it reads the log after that projection's
+tracked position and commits the changed rows together with the new position. So every
+event is applied exactly once, a catch-up resumes where the last one stopped, and
+`rebuild` replays the log from zero, one projection or all.
+
+Several threads (one connection behind a lock) and several processes (`BEGIN IMMEDIATE`,
+the position re-read inside the transaction) may catch up at once: they take turns.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+from eventsourcing.persistence import Notification
+
+from controlroom.domain.errors import BadInputError
+from controlroom.domain.events import EVENT_TYPES, UnknownEventTypeError, parse_topic
+from controlroom.eventstore.store import EventStore
+from controlroom.projections.models import ProjectionStatus
+
+log = logging.getLogger("controlroom.projections")
+
+#: Release 0.1 stored events under module-path topics (`domain.run_events:RunStarted`).
+LEGACY_MODULES = ("domain.run_events", "domain.issue")
+#: `PRAGMA user_version` of the database layout. A file of another layout (release 0.1 kept
+#: one tracking row for all its views) holds nothing that cannot be rebuilt: it is dropped.
+LAYOUT = 2
+TRACKING = """CREATE TABLE IF NOT EXISTS projection_tracking (
+    name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"""
+BATCH = 1000
+REBUILD_BATCH = 5000
+
+
+def stored_topics(names: Iterable[str]) -> tuple[str, ...]:
+    """Every topic an event of these names may be stored under: `Name`, `Name.vN` up to the
+    current version, and the module-path topics of stores written by release 0.1."""
+    known = EVENT_TYPES.names()
+    topics: list[str] = []
+    for name in sorted(names):
+        version = EVENT_TYPES.get(name).class_version if name in known else 1
+        topics.append(name)
+        topics.extend(f"{name}.v{v}" for v in range(2, version + 1))
+        topics.extend(
+            f"{package}{module}:{name}"
+            for module in LEGACY_MODULES
+            for package in ("", "controlroom.")
+        )
+    return tuple(topics)
+
+
+class Recorded:
+    """One stored event as a projection reads it. Its JSON is decoded (and upcast to the
+    current shape) only when a handler asks for `data`: most of the cost of reading."""
+
+    __slots__ = (
+        "_data",
+        "_shape",
+        "_state",
+        "_topic",
+        "originator_id",
+        "position",
+        "type_name",
+        "version",
+    )
+
+    def __init__(self, note: Notification) -> None:
+        self.position: int = note.id
+        self.originator_id = str(note.originator_id)
+        self.version: int = note.originator_version
+        self.type_name, self._shape = parse_topic(note.topic)
+        self._topic, self._state = note.topic, note.state
+        self._data: dict[str, Any] | None = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            data: dict[str, Any] = orjson.loads(self._state)
+            if self._shape != _current_shape(self.type_name):
+                data = EVENT_TYPES.upcast(self._topic, data)[1]
+            self._data = data
+        return self._data
+
+
+def _current_shape(name: str) -> int:
+    """The class version this release reads an event type at; an unknown type is read as
+    stored (1), which is all a projection that ignores it needs."""
+    try:
+        return EVENT_TYPES.get(name).class_version
+    except UnknownEventTypeError:
+        return 1
+
+
+class Projection(ABC):
+    """A read model: which events it reads, which tables it owns, how a batch changes them."""
+
+    name: ClassVar[str]
+    #: Stored names of the event types it reads; None reads every event.
+    topics: ClassVar[frozenset[str] | None]
+    #: Bump when the tables or the fold change: the projection is then rebuilt from zero.
+    version: ClassVar[int] = 1
+    tables: ClassVar[tuple[str, ...]]
+    #: `CREATE ... IF NOT EXISTS` statements for `tables` and their indexes.
+    schema: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def apply(self, conn: sqlite3.Connection, batch: Sequence[Recorded]) -> None:
+        """Write what the batch changes. The caller commits it with the new position."""
+
+
+class Projections:
+    """A set of projections over one SQLite database (`:memory:` when `path` is None)."""
+
+    def __init__(
+        self, store: EventStore, path: Path | None, projections: Sequence[Projection]
+    ) -> None:
+        self.store = store
+        self.conn = sqlite3.connect(
+            str(path) if path else ":memory:",
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=30,
+        )
+        self.lock = threading.RLock()
+        self._projections = {p.name: p for p in projections}
+        self._topics = {
+            p.name: stored_topics(p.topics) if p.topics is not None else () for p in projections
+        }
+        with self.lock:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # Views are rebuildable and each commit carries its position: losing the last
+            # commits to a power cut costs a re-read, never a wrong view.
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            with self._transaction():
+                self._prepare()
+
+    def names(self) -> list[str]:
+        return list(self._projections)
+
+    def catch_up(self, batch_size: int = BATCH) -> int:
+        """Apply every event recorded since each projection's position; returns how many
+        events were applied, all projections together. One projection failing does not
+        hold the others back; the first failure is raised once they all had their turn."""
+        applied, failure = 0, None
+        with self.lock:
+            for projection in self._projections.values():
+                try:
+                    while True:
+                        with self._transaction():
+                            count, done = self._advance(projection, batch_size)
+                        applied += count
+                        if done:
+                            break
+                except Exception as exc:
+                    log.exception("projection %s failed to catch up", projection.name)
+                    failure = failure or exc
+        if failure is not None:
+            raise failure
+        return applied
+
+    def rebuild(self, name: str | None = None) -> int:
+        """Empty one projection (or every one) and replay the whole log into it, in one
+        transaction each: readers see the old view until the new one is complete."""
+        targets = [self.get(name)] if name is not None else list(self._projections.values())
+        applied = 0
+        with self.lock:
+            for projection in targets:
+                with self._transaction():
+                    self._reset(projection)
+                    done = False
+                    while not done:
+                        count, done = self._advance(projection, REBUILD_BATCH)
+                        applied += count
+        return applied
+
+    def status(self) -> list[ProjectionStatus]:
+        with self.lock:
+            head = self.store.max_position()
+            rows = dict(self.conn.execute("SELECT name, position FROM projection_tracking"))
+        return [
+            ProjectionStatus(
+                name=name, position=rows.get(name, 0), head=head, lag=head - rows.get(name, 0)
+            )
+            for name in self._projections
+        ]
+
+    def get(self, name: str) -> Projection:
+        try:
+            return self._projections[name]
+        except KeyError:
+            raise BadInputError(
+                f"unknown projection '{name}'; known: {', '.join(self._projections)}"
+            ) from None
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def _prepare(self) -> None:
+        (layout,) = self.conn.execute("PRAGMA user_version").fetchone()
+        if layout != LAYOUT:
+            tables = self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            ).fetchall()
+            for (table,) in tables:
+                self.conn.execute(f'DROP TABLE "{table}"')
+            self.conn.execute(f"PRAGMA user_version = {LAYOUT}")
+        self.conn.execute(TRACKING)
+        for projection in self._projections.values():
+            row = self.conn.execute(
+                "SELECT version FROM projection_tracking WHERE name = ?", (projection.name,)
+            ).fetchone()
+            if row is None or row[0] != projection.version:
+                self._reset(projection)
+
+    def _reset(self, projection: Projection) -> None:
+        """Drop the projection's tables, create them anew, and track it from position 0."""
+        for table in projection.tables:
+            self.conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+        for statement in projection.schema:
+            self.conn.execute(statement)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO projection_tracking VALUES (?, 0, ?)",
+            (projection.name, projection.version),
+        )
+
+    def _advance(self, projection: Projection, batch_size: int) -> tuple[int, bool]:
+        """Apply the next batch after the tracked position, inside the caller's transaction;
+        returns how many events were applied and whether the log's head was reached."""
+        (position,) = self.conn.execute(
+            "SELECT position FROM projection_tracking WHERE name = ?", (projection.name,)
+        ).fetchone()
+        head = self.store.max_position()
+        if position > head:
+            # The log is shorter than what this view has seen: it was built from another
+            # store (or the log's tail was removed). Start again from what is there.
+            log.warning("projection %s is ahead of the log: rebuilding it", projection.name)
+            self._reset(projection)
+            position = 0
+        if position == head:
+            return 0, True
+        notes = self.store.recorder.select_notifications(
+            start=position,
+            limit=batch_size,
+            stop=head,
+            topics=self._topics[projection.name],
+            inclusive_of_start=False,
+        )
+        if notes:
+            projection.apply(self.conn, [Recorded(note) for note in notes])
+        done = len(notes) < batch_size
+        # At the head, the position moves past events of other topics too, so the lag of a
+        # projection that reads a few types is not the count of events it skipped.
+        self.conn.execute(
+            "UPDATE projection_tracking SET position = ? WHERE name = ?",
+            (head if done else notes[-1].id, projection.name),
+        )
+        return len(notes), done

@@ -1,0 +1,82 @@
+"""The issues projection: every issue with its status, filterable by run."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import orjson
+
+from controlroom.projections.base import Projection, Recorded
+
+log = logging.getLogger("controlroom.projections")
+_OPENED_FIELDS = ("kind", "title", "detail", "run_id", "session_id", "recipe_id", "check")
+
+
+class IssuesProjection(Projection):
+    name: ClassVar[str] = "issues"
+    topics: ClassVar[frozenset[str] | None] = frozenset({"IssueOpened", "IssueClosed"})
+    version: ClassVar[int] = 1
+    tables: ClassVar[tuple[str, ...]] = ("issues",)
+    schema: ClassVar[tuple[str, ...]] = (
+        """CREATE TABLE IF NOT EXISTS issues (
+            issue_id TEXT PRIMARY KEY, run_id TEXT, status TEXT NOT NULL,
+            opened_at TEXT NOT NULL, data BLOB NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS issues_by_run ON issues (run_id, opened_at)",
+    )
+
+    def apply(self, conn: sqlite3.Connection, batch: Sequence[Recorded]) -> None:
+        changed: dict[str, dict[str, Any]] = {}
+        for item in batch:
+            try:
+                e = item.data
+            except Exception as exc:
+                log.warning(
+                    "issue event %s v%s cannot be read: %s", item.originator_id, item.version, exc
+                )
+                continue
+            if item.type_name == "IssueOpened":
+                changed[item.originator_id] = {
+                    "issue_id": item.originator_id,
+                    "status": "open",
+                    "opened_at": e["timestamp"],
+                    **{k: e.get(k) for k in _OPENED_FIELDS},
+                    "evidence": e.get("evidence"),
+                }
+            elif item.type_name == "IssueClosed":
+                issue = changed.get(item.originator_id) or load_issue(conn, item.originator_id)
+                if issue is not None:
+                    issue.update(
+                        status="closed", resolution=e["resolution"], closed_at=e["timestamp"]
+                    )
+                    changed[item.originator_id] = issue
+        conn.executemany(
+            "INSERT OR REPLACE INTO issues VALUES (?, ?, ?, ?, ?)",
+            [
+                (i["issue_id"], i["run_id"], i["status"], i["opened_at"], orjson.dumps(i))
+                for i in changed.values()
+            ],
+        )
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+
+def load_issue(conn: sqlite3.Connection, issue_id: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT data FROM issues WHERE issue_id = ?", (issue_id,)).fetchone()
+    return _loads(row[0]) if row else None
+
+
+def list_issues(conn: sqlite3.Connection, run_id: str | None) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT data FROM issues WHERE (?1 IS NULL OR run_id = ?1) ORDER BY opened_at, issue_id",
+        (run_id,),
+    ).fetchall()
+    return [_loads(row[0]) for row in rows]
+
+
+def _loads(data: bytes) -> dict[str, Any]:
+    loaded: dict[str, Any] = orjson.loads(data)
+    return loaded

@@ -1,0 +1,249 @@
+"""The typed answers of every read: what the CLI prints, what HTTP returns, what OpenAPI says.
+
+The shapes are appendix D's where it has one. A field declared with `omitted_when_none` is
+left out of the JSON while it has no value (`resumed` before any resume, `damage` on an
+intact run): the appendix's shapes stay exactly as they were, and clients still find each
+field described in the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def omitted_when_none(description: str) -> Any:
+    return Field(default=None, exclude_if=_is_none, description=description)
+
+
+class ViewModel(BaseModel):
+    """Built by our own folds: closed, so a shape changes only here."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EventPart(BaseModel):
+    """Copied from an event's payload: a field added to that event later passes through."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+#: `damaged`: the run's stored events do not fold (one is missing, out of order or
+#: unreadable); `damage` says which. Every other run is unaffected.
+RunStatus = Literal["pending", "running", "done", "failed", "cancelled", "damaged"]
+StepStatus = Literal["running", "waiting", "done", "failed", "cancelled"]
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+DAMAGE = "why the run's view cannot be trusted (an event missing, out of order or unreadable)"
+
+
+class RunSummary(ViewModel):
+    """One row of `GET /api/runs` and `controlroom runs`."""
+
+    run_id: str
+    recipe_id: str
+    status: RunStatus
+    created_at: str
+    completed_at: str | None
+    description: str
+    damage: str | None = omitted_when_none(DAMAGE)
+
+
+class TaskView(ViewModel):
+    description: str
+
+
+class StepSummary(ViewModel):
+    """A step as the consolidated view lists it; optional fields only when they apply."""
+
+    step_id: str
+    instance_id: str | None = omitted_when_none(
+        "the step's instance (`draft#2`), when the recipe step ran more than once"
+    )
+    phase: str
+    kind: str | None = omitted_when_none("the step's kind, when it is neither tool nor agent")
+    status: StepStatus
+    tool: str | None = omitted_when_none("the tool of a tool step")
+    agent_archetype: str | None = omitted_when_none("the role of an agent step")
+    output_slot: str
+    output_preview: str | None = omitted_when_none("a one-line preview, once it completed")
+    error: str | None = omitted_when_none("why it failed")
+
+
+class SlotSummary(ViewModel):
+    type: Literal["pointer", "artifact"]
+    preview: str
+
+
+class DodResultView(EventPart):
+    index: int
+    check: dict[str, Any]
+    passed: bool
+    detail: str
+    evidence: Any = None
+
+
+class DodView(ViewModel):
+    passed: bool
+    results: list[DodResultView]
+
+
+class RoutingView(EventPart):
+    """What the task router decided (appendix E)."""
+
+    routable: bool
+    recipe_id: str | None
+    reason: str
+    matched_pattern: str | None = None
+    initial_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunDetail(ViewModel):
+    """`GET /api/runs/{id}` and `controlroom show`: the consolidated view (appendix D)."""
+
+    run_id: str
+    recipe_id: str
+    session_id: str
+    trace_id: str
+    status: RunStatus
+    phase: str | None
+    current_step_index: int
+    total_steps: int
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+    task: TaskView
+    recipe_fingerprint: str
+    error: str | None
+    resumed: int | None = omitted_when_none("how many times the run was resumed")
+    owner: str | None = omitted_when_none("the process that last claimed the run (host:pid)")
+    damage: str | None = omitted_when_none(DAMAGE)
+    steps: list[StepSummary]
+    cache_summary: dict[str, SlotSummary]
+    dod: DodView | None
+    routing: RoutingView | None
+    version: int = Field(description="the run's last event folded into this view")
+
+
+class UsageView(EventPart):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class StepView(ViewModel):
+    """One entry of `GET /api/runs/{id}/steps`: a step instance with its observability."""
+
+    step_index: int
+    step_id: str
+    instance_id: str = Field(description="`draft`, then `draft#2` if the step runs again")
+    kind: str = Field(description="`tool`, `agent`, or a kind added later")
+    phase: str
+    tool: str | None
+    agent_archetype: str | None
+    agent_id: str | None
+    status: StepStatus
+    output_slot: str
+    receipt_id: str | None
+    input_slot_refs: list[str]
+    output_hash: str | None
+    output_preview: str | None
+    started_at: str
+    completed_at: str | None
+    error: str | None
+    waiting_for: str | None = omitted_when_none("what a waiting step waits for")
+    tier: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    prompt_hash: str | None = None
+    usage: UsageView | None = None
+    latency_ms: float | None = None
+    attempts: int | None = None
+    cost_usd: float | None = None
+
+
+class PointerSlot(ViewModel):
+    """A phase A slot: it points at the receipt that holds the tool's full output."""
+
+    slot: str
+    type: Literal["pointer"] = "pointer"
+    receipt_id: str | None
+    sha256: str
+    summary: str
+
+
+class ArtifactSlot(ViewModel):
+    """A phase B slot: an agent's text, in full."""
+
+    slot: str
+    type: Literal["artifact"] = "artifact"
+    agent_id: str | None
+    text: str
+    sha256: str
+    summary: str
+
+
+#: `GET /api/runs/{id}/cache/{slot}`.
+SlotView = Annotated[PointerSlot | ArtifactSlot, Field(discriminator="type")]
+
+
+class IssueView(ViewModel):
+    """`GET /api/issues` and `controlroom issues`: something a run found for a person."""
+
+    issue_id: str
+    status: Literal["open", "closed"]
+    opened_at: str
+    kind: str
+    title: str
+    detail: str
+    run_id: str | None
+    session_id: str | None
+    recipe_id: str | None
+    check: dict[str, Any] | None = None
+    evidence: Any = None
+    resolution: str | None = omitted_when_none("how a closed issue was resolved")
+    closed_at: str | None = omitted_when_none("when it was closed")
+
+
+class AuditEvent(ViewModel):
+    version: int
+    type: str
+    timestamp: str
+    prev_hash: str
+    event_hash: str
+    data: dict[str, Any]
+
+
+class AuditTrail(ViewModel):
+    """`GET /api/runs/{id}/audit`: the run's events with their hash chain."""
+
+    run_id: str
+    events: list[AuditEvent]
+
+
+class RunState(ViewModel):
+    """The answer to starting or cancelling a run."""
+
+    run_id: str
+    status: RunStatus
+
+
+class RecipeSummary(ViewModel):
+    recipe_id: str
+    label: str
+    task_patterns: list[str]
+    total_steps: int
+    required_args: list[str]
+    bundled: bool
+
+
+class ProjectionStatus(ViewModel):
+    """`controlroom projections status`: how far a projection has read the log."""
+
+    name: str
+    position: int = Field(description="the last log position applied")
+    head: int = Field(description="the log's last position")
+    lag: int = Field(description="positions recorded after `position`")

@@ -1,0 +1,83 @@
+"""The one read side: every question the CLI and HTTP ask, answered from the projections as
+typed view models. Neither reads a table or folds events for itself."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+from controlroom.domain.errors import IssueNotFoundError, RunNotFoundError
+from controlroom.projections import issues, runs
+from controlroom.projections.models import (
+    ArtifactSlot,
+    IssueView,
+    PointerSlot,
+    RunDetail,
+    RunSummary,
+    StepView,
+)
+from controlroom.projections.run_view import RunView, one_line
+
+
+class Queries:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self.conn, self.lock = conn, lock
+
+    def runs(self, status: str | None = None, recipe_id: str | None = None) -> list[RunSummary]:
+        """Every run, oldest first."""
+        with self.lock:
+            rows = runs.list_runs(self.conn, status, recipe_id)
+        return [RunSummary.model_validate(row) for row in rows]
+
+    def run(self, run_id: str) -> RunDetail:
+        return RunDetail.model_validate(self._view(run_id).consolidated())
+
+    def run_status(self, run_id: str) -> str | None:
+        """The run's status, None when there is no such run: a cheap check for callers."""
+        with self.lock:
+            return runs.run_status(self.conn, run_id)
+
+    def steps(self, run_id: str) -> list[StepView]:
+        return [StepView.model_validate(step) for step in self._view(run_id).step_log()]
+
+    def slot(self, run_id: str, slot: str) -> PointerSlot | ArtifactSlot | None:
+        """A pointer's metadata or an artifact's full text; None when the run has no such
+        slot."""
+        found = self._view(run_id).slots.get(slot)
+        if found is None:
+            return None
+        if found["type"] == "pointer":
+            return PointerSlot(
+                slot=slot,
+                receipt_id=found["receipt_id"],
+                sha256=found["sha256"],
+                summary=found["summary"],
+            )
+        with self.lock:
+            text = runs.artifact_text(self.conn, run_id, slot)
+        return ArtifactSlot(
+            slot=slot,
+            agent_id=found["agent_id"],
+            text=text or "",
+            sha256=found["sha256"],
+            summary=one_line(found["summary"]),
+        )
+
+    def issues(self, run_id: str | None = None) -> list[IssueView]:
+        with self.lock:
+            rows = issues.list_issues(self.conn, run_id)
+        return [IssueView.model_validate(row) for row in rows]
+
+    def issue(self, issue_id: str) -> IssueView:
+        with self.lock:
+            row = issues.load_issue(self.conn, issue_id)
+        if row is None:
+            raise IssueNotFoundError(issue_id)
+        return IssueView.model_validate(row)
+
+    def _view(self, run_id: str) -> RunView:
+        with self.lock:
+            view = runs.load_view(self.conn, run_id)
+        if view is None:
+            raise RunNotFoundError(run_id)
+        return view

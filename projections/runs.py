@@ -1,0 +1,142 @@
+"""The runs projection: each run's consolidated view and step log, and its artifact texts.
+
+One row per run holds the columns `runs` lists and filters by, and the fold's state (run,
+step instances, slot metadata, DoD) as JSON; an artifact's text is kept once, in
+`artifacts`, and read only by `GET /api/runs/{id}/cache/{slot}`. A batch loads each run
+it touches once, folds every event of that run, and writes each changed row once.
+
+It reads every event, not a list of types: a version missing from any run's stream must
+be noticed (the run is then `damaged`, the others unaffected), and a new step kind's events
+must move its run's version without this module knowing them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import orjson
+
+from controlroom.projections.base import Projection, Recorded
+from controlroom.projections.run_view import RUN_EVENT_NAMES, RunView
+
+_UPSERT_RUN = "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPSERT_TEXT = "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?)"
+_IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
+
+
+class RunsProjection(Projection):
+    name: ClassVar[str] = "runs"
+    topics: ClassVar[frozenset[str] | None] = None
+    version: ClassVar[int] = 1
+    tables: ClassVar[tuple[str, ...]] = ("runs", "artifacts")
+    schema: ClassVar[tuple[str, ...]] = (
+        """CREATE TABLE IF NOT EXISTS runs (
+            run_id TEXT PRIMARY KEY, recipe_id TEXT NOT NULL, status TEXT NOT NULL,
+            created_at TEXT NOT NULL, completed_at TEXT, description TEXT NOT NULL,
+            damage TEXT, version INTEGER NOT NULL, state BLOB NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at, run_id)",
+        "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_at)",
+        """CREATE TABLE IF NOT EXISTS artifacts (
+            run_id TEXT NOT NULL, slot TEXT NOT NULL, text TEXT NOT NULL,
+            PRIMARY KEY (run_id, slot))""",
+    )
+
+    def apply(self, conn: sqlite3.Connection, batch: Sequence[Recorded]) -> None:
+        # One read for every run the batch touches; None: not (yet) a run's stream.
+        views: dict[str, RunView | None] = load_views(conn, {i.originator_id for i in batch})
+        for item in batch:
+            run_id = item.originator_id
+            view = views[run_id]
+            if view is None:
+                if item.type_name not in RUN_EVENT_NAMES:
+                    views[run_id] = None
+                    continue  # another aggregate's event: its own projection reads it
+                view = RunView()  # a run whose first events are missing: it will say so
+            views[run_id] = view
+            _fold(view, item)
+        changed = [(run_id, view) for run_id, view in views.items() if view is not None]
+        conn.executemany(_UPSERT_RUN, [_row(run_id, view) for run_id, view in changed])
+        conn.executemany(
+            _UPSERT_TEXT,
+            [(run_id, slot, text) for run_id, view in changed for slot, text in view.texts.items()],
+        )
+
+
+def _fold(view: RunView, item: Recorded) -> None:
+    try:
+        data = item.data
+    except Exception as exc:  # malformed JSON, or a shape written by a newer release
+        if view.damage is None:
+            view.mark_damaged(
+                item.originator_id,
+                None,
+                f"event v{item.version} ({item.type_name}) cannot be read: {exc}",
+            )
+        view.version = max(view.version, item.version)
+        return
+    view.apply_data(item.type_name, data)
+
+
+def _row(run_id: str, view: RunView) -> tuple[Any, ...]:
+    run = view.run
+    return (
+        run_id,
+        run["recipe_id"],
+        run["status"],
+        run["created_at"],
+        run["completed_at"],
+        run["task"]["description"],
+        run.get("damage"),
+        view.version,
+        orjson.dumps(view.to_state()),
+    )
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+
+def load_view(conn: sqlite3.Connection, run_id: str) -> RunView | None:
+    """The run's fold as last written, without artifact texts (see `artifact_text`)."""
+    row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return RunView.from_state(orjson.loads(row[0])) if row else None
+
+
+def load_views(conn: sqlite3.Connection, run_ids: set[str]) -> dict[str, RunView | None]:
+    """`load_view` for many runs at once; None for each id that is not a run's."""
+    found: dict[str, RunView | None] = dict.fromkeys(run_ids)
+    ids = list(run_ids)
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        chunk = ids[start : start + _IDS_PER_QUERY]
+        rows = conn.execute(
+            f"SELECT run_id, state FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall()
+        found.update((run_id, RunView.from_state(orjson.loads(state))) for run_id, state in rows)
+    return found
+
+
+def list_runs(
+    conn: sqlite3.Connection, status: str | None, recipe_id: str | None
+) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT run_id, recipe_id, status, created_at, completed_at, description, damage "
+        "FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR recipe_id = ?2) "
+        "ORDER BY created_at, run_id",
+        (status, recipe_id),
+    ).fetchall()
+    keys = ("run_id", "recipe_id", "status", "created_at", "completed_at", "description", "damage")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def run_status(conn: sqlite3.Connection, run_id: str) -> str | None:
+    row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def artifact_text(conn: sqlite3.Connection, run_id: str, slot: str) -> str | None:
+    row = conn.execute(
+        "SELECT text FROM artifacts WHERE run_id = ? AND slot = ?", (run_id, slot)
+    ).fetchone()
+    return str(row[0]) if row else None
