@@ -268,7 +268,7 @@ def cmd_projections(ns: argparse.Namespace) -> int:
     `rebuild [NAME]`: empty one projection (or all) and replay the log into it."""
     ctx = _open(ns)
     counts: dict[str, int] = {}
-    with contextlib.closing(Views.for_store(ctx.store)) as views:
+    with Views.for_store(ctx.store) as views:
         if ns.action == "rebuild":
             names = [views.get(ns.name).name] if ns.name else views.names()
             counts = {name: views.rebuild(name) for name in names}
@@ -291,7 +291,7 @@ def cmd_projections(ns: argparse.Namespace) -> int:
 
 def _print_run_summary(run: Run, ctx: Context) -> None:
     print(f"{run.id}: {run.status.value}" + (f" — {run.error}" if run.error else ""))
-    with contextlib.closing(_views(ctx)) as views:
+    with _views(ctx) as views:
         issues = views.query.issues(run_id=run.id)
     for issue in issues:
         print(f"  issue {issue.issue_id}: {issue.title}")
@@ -304,7 +304,7 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
 
 def _finish(ctx: Context, run: Run, as_json: bool) -> int:
     if as_json:
-        with contextlib.closing(_views(ctx)) as views:
+        with _views(ctx) as views:
             _emit_json(views.query.run(run.id).model_dump(mode="json"))
     else:
         _print_run_summary(run, ctx)
@@ -368,9 +368,18 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
             return EXIT_INTERRUPTED
+        except ControlRoomError as exc:
+            if ns.run_id:
+                raise
+            # Resuming every unfinished run: one that cannot be resumed (another live
+            # process holds it, its events are damaged) is reported, and the rest go on.
+            print(f"skipped {run_id}: {exc}", file=sys.stderr)
+            worst = max(worst, EXIT_CONFLICT if isinstance(exc, RunConflictError) else EXIT_FAILED)
+            continue
+        finally:
+            if printer:
+                ctx.store.unobserve(printer)
         code = _finish(ctx, run, ns.json)
-        if printer:
-            ctx.store.unobserve(printer)
         worst = max(worst, code)
     return worst
 
@@ -388,7 +397,7 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
 def cmd_show(ns: argparse.Namespace) -> int:
     """The same view as `GET /api/runs/{id}`: the runs projection, caught up."""
     ctx = _open(ns)
-    with contextlib.closing(_views(ctx)) as views:
+    with _views(ctx) as views:
         view = views.query.run(ns.run_id)
     if ns.json:
         _emit_json(view.model_dump(mode="json"))
@@ -421,7 +430,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
 
 def cmd_runs(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    with contextlib.closing(_views(ctx)) as views:
+    with _views(ctx) as views:
         rows = views.query.runs(status=ns.status, recipe_id=ns.recipe)
     if ns.json:
         _emit_json([r.model_dump(mode="json") for r in rows])
@@ -546,7 +555,7 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
 
 def cmd_issues(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
-    with contextlib.closing(_views(ctx)) as views:
+    with _views(ctx) as views:
         rows = views.query.issues(run_id=ns.run)
     if ns.json:
         _emit_json([r.model_dump(mode="json") for r in rows])

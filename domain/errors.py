@@ -165,3 +165,16 @@ class ModelCallError(ModelError):
 
 class StoreUnavailableError(ControlRoomError):
     """The configured store cannot be reached (database down, wrong credentials)."""
+
+
+class RunClaimedError(RunConflictError):
+    """Another process holds a live claim on the run."""
+
+    def __init__(self, run_id: str, owner: str, until: object) -> None:
+        self.run_id, self.owner = run_id, owner
+        ControlRoomError.__init__(
+            self,
+            f"run {run_id} is being advanced by {owner}"
+            + (f" (lease until {until})" if until else "")
+            + "; wait for it, or for its lease to expire",
+        )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import preview
-from controlroom.domain.errors import RunStateError
+from controlroom.domain.errors import RunClaimedError, RunStateError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.flow import Performed, flow_for, instance_id
 from controlroom.domain.outcomes import (
@@ -32,6 +32,7 @@ from controlroom.domain.run_events import (
     RunClaimed,
     RunCompleted,
     RunFailed,
+    RunReleased,
     RunResumed,
     RunStarted,
     SlotWritten,
@@ -97,6 +98,7 @@ class Run(Aggregate):
         self.session_id = ""
         self.trace_id = ""
         self.owner = ""
+        self.lease_expires_at: datetime | None = None
         self.error: str | None = None
         #: The step instance being performed (or waited on), None between steps and after.
         self.current: StepInstance | None = None
@@ -138,11 +140,45 @@ class Run(Aggregate):
         run._start_next(at)
         return run
 
-    def claim(self, at: datetime, owner: str) -> None:
-        """A process takes the run over; recorded with its next commit."""
+    def claim(
+        self, at: datetime, owner: str, lease_s: float | None = None, *, takeover: bool = False
+    ) -> None:
+        """A process takes the run over (or renews its lease); recorded with its next
+        commit. Refused while another owner's lease is live, unless the caller established
+        that owner is gone (`takeover`: a dead process on this host)."""
         self._check_running("be claimed")
-        if owner != self.owner:
-            self._trigger(RunClaimed, at, owner=owner)
+        if self.owner and self.owner != owner and self.lease_is_live(at) and not takeover:
+            raise RunClaimedError(self.id, self.owner, self.lease_expires_at)
+        expires = at + timedelta(seconds=lease_s) if lease_s is not None else None
+        if owner != self.owner or expires != self.lease_expires_at:
+            self._trigger(RunClaimed, at, owner=owner, lease_expires_at=expires)
+
+    def renew_lease(self, at: datetime, owner: str, lease_s: float) -> None:
+        """Extend the owner's lease when half of it has run out (so most step commits carry
+        no renewal at all)."""
+        if self.owner != owner or self.lease_expires_at is None or self.is_finished:
+            return
+        if self.lease_expires_at - at < timedelta(seconds=lease_s / 2):
+            self._trigger(
+                RunClaimed, at, owner=owner, lease_expires_at=at + timedelta(seconds=lease_s)
+            )
+
+    def release(self, at: datetime, owner: str) -> None:
+        if self.owner == owner and not self.is_finished:
+            self._trigger(RunReleased, at, owner=owner)
+
+    def lease_is_live(self, at: datetime) -> bool:
+        """Whether the current owner's claim still holds at `at`."""
+        if not self.owner:
+            return False
+        return self.lease_expires_at is None or self.lease_expires_at > at
+
+    def claimable(self, at: datetime) -> bool:
+        """A worker may take the run: unfinished, not waiting, and nobody's lease is live.
+        (A claim with no lease, as the CLI makes, holds until the run ends or is resumed.)"""
+        return (
+            self.status == RunStatus.RUNNING and not self.is_waiting and not self.lease_is_live(at)
+        )
 
     def next_step(self) -> StepInstance | None:
         """The step instance the engine must perform now; None when the steps are done or
@@ -336,6 +372,11 @@ class Run(Aggregate):
 
     def _on_claimed(self, e: RunClaimed) -> None:
         self.owner = e.owner
+        self.lease_expires_at = e.lease_expires_at
+
+    def _on_released(self, e: RunReleased) -> None:
+        self.owner = ""
+        self.lease_expires_at = None
 
     def _on_step_started(self, e: StepStarted) -> None:
         step = self.recipe_steps[e.step_index]
@@ -387,6 +428,7 @@ class Run(Aggregate):
 _APPLIERS: dict[type[DomainEvent], Any] = {
     RunStarted: Run._on_started,
     RunClaimed: Run._on_claimed,
+    RunReleased: Run._on_released,
     StepStarted: Run._on_step_started,
     StepWaiting: Run._on_step_waiting,
     ReceiptIssued: Run._on_receipt,

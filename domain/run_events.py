@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -188,6 +189,16 @@ class RunClaimed(DomainEvent):
     lease."""
 
     type_name: ClassVar[str] = "RunClaimed"
+    owner: str
+    #: Until when the claim holds unless renewed (a new RunClaimed by the same owner);
+    #: after it another worker may take the run over. None: held until released.
+    lease_expires_at: datetime | None = None
+
+
+class RunReleased(DomainEvent):
+    """The owner let the run go (a worker shutting down): any worker may claim it now."""
+
+    type_name: ClassVar[str] = "RunReleased"
     owner: str
 
 

@@ -14,6 +14,7 @@ performer registered for its kind, and gives the run the outcome.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from controlroom.domain.dod import evaluate_dod
@@ -39,9 +40,16 @@ class StepRunner:
         *,
         offload: bool = False,
         performers: Performers = PERFORMERS,
+        owner: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.on_partial = on_partial or ignore_partial
+        #: The claim this runner holds; renewed with step commits and by a heartbeat while
+        #: a long step runs, so another worker takes the run over only if this one is gone.
+        self.owner = owner
+        self.lease_s = ctx.settings.lease_s
+        # The heartbeat and the step loop both change the run: one at a time.
+        self._lock = asyncio.Lock()
         #: In the server, store I/O runs in a worker thread so the event loop keeps serving.
         self.offload = offload
         self.performers = performers
@@ -61,6 +69,32 @@ class StepRunner:
 
     async def execute(self, run: Run) -> Run:
         """Advance the run until it finishes or waits. Returns the run as it then is."""
+        heartbeat = asyncio.create_task(self._heartbeat(run)) if self.owner else None
+        try:
+            return await self._execute(run)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RunConflictError):
+                    await heartbeat
+
+    async def _heartbeat(self, run: Run) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            async with self._lock:
+                if run.is_finished or self.owner is None:
+                    return
+                run.renew_lease(self.ctx.clock.now(), self.owner, self.lease_s)
+                if run.pending_count:
+                    await self._save(run)
+
+    async def _commit_step(self, run: Run) -> None:
+        async with self._lock:
+            if self.owner is not None:
+                run.renew_lease(self.ctx.clock.now(), self.owner, self.lease_s)
+            await self._save(run)
+
+    async def _execute(self, run: Run) -> Run:
         assert run.recipe is not None
         execution = Execution(
             ctx=self.ctx,
@@ -77,7 +111,7 @@ class StepRunner:
                 if run.is_waiting:
                     break  # a policy delivers what it waits for; then it runs on
                 self._check_dod(run)
-                await self._save(run)
+                await self._commit_step(run)
                 break
             try:
                 performer = self.performers.for_kind(current.step.kind)
@@ -88,18 +122,18 @@ class StepRunner:
                     run.complete_step(self.ctx.clock.now(), result)
                     if run.steps_done:
                         self._check_dod(run)  # same commit as the last step
-                await self._save(run)
+                await self._commit_step(run)
             except RunConflictError:
                 return self._after_conflict(run)
             except PayloadTooLargeError as exc:
                 run = self._reload(run)
                 execution.run = run
                 run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
-                await self._save(run)
+                await self._commit_step(run)
             except ControlRoomError as exc:
                 # Guarantee 6: the pipeline halts and reports; the user decides what next.
                 run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
-                await self._save(run)
+                await self._commit_step(run)
         return run
 
     def _attempt_recorder(self, run: Run) -> Callable[[AttemptFailure], None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from controlroom.domain.run import Run
 from controlroom.domain.run_events import RoutingDecision, TaskSpec
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
+from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.runner import StepRunner
 from controlroom.eventstore.store import IntegrityError
 
@@ -92,7 +94,7 @@ class RunService:
             trace_id=self.ctx.ids.new("tr"),
         )
         if owner:
-            run.claim(self.ctx.clock.now(), owner)
+            run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)
         StepRunner(self.ctx).save(run)
         return run
 
@@ -105,7 +107,9 @@ class RunService:
     async def execute(
         self, run: Run, on_partial: PartialHook | None = None, *, offload: bool = False
     ) -> Run:
-        return await StepRunner(self.ctx, on_partial, offload=offload).execute(run)
+        """Advance a run this process has claimed (or an unclaimed one, as tests do)."""
+        runner = StepRunner(self.ctx, on_partial, offload=offload, owner=run.owner or None)
+        return await runner.execute(run)
 
     async def resume(
         self,
@@ -120,10 +124,21 @@ class RunService:
         run = self.load(run_id)
         if run.is_finished or run.is_waiting:
             return run
-        run.resume(self.ctx.clock.now())
+        now = self.ctx.clock.now()
         if owner:
-            run.claim(self.ctx.clock.now(), owner)
-        return await StepRunner(self.ctx, on_partial, offload=offload).execute(run)
+            # Refused while another live process holds the run (RunClaimedError).
+            takeover = bool(run.owner) and owner_is_gone(run.owner)
+            run.claim(now, owner, self.ctx.settings.lease_s, takeover=takeover)
+        run.resume(now)
+        runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner)
+        return await runner.execute(run)
+
+    def release(self, run_id: str, owner: str) -> None:
+        """Let a claimed run go (a worker shutting down); refused silently if not ours."""
+        run = self.load(run_id)
+        run.release(self.ctx.clock.now(), owner)
+        with contextlib.suppress(IntegrityError):
+            self.ctx.store.save(run)
 
     def cancel(self, run_id: str, reason: str = "cancelled by user") -> Run:
         """Record the cancellation; a runner advancing the run meanwhile is retried around.

@@ -24,6 +24,7 @@ AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
 MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
 SSE_PING_VAR = "CONTROLROOM_SSE_PING_S"
 TOKEN_VAR = "CONTROLROOM_API_TOKEN"
+LEASE_VAR = "CONTROLROOM_LEASE_S"
 
 
 class SettingsError(StoreConfigError):
@@ -40,6 +41,8 @@ class Settings:
     max_concurrent_runs: int = 32
     sse_ping_s: float = 15.0
     api_token: str | None = None
+    #: How long a process's claim on a run holds without renewal; it renews at half.
+    lease_s: float = 30.0
     #: Test-only fault injection: SIGKILL after this many durable commits.
     crash_after_commit: int | None = None
 
@@ -68,5 +71,6 @@ class Settings:
             max_concurrent_runs=int(number(MAX_RUNS_VAR, 32, 1)),
             sse_ping_s=number(SSE_PING_VAR, 15.0, 0.1),
             api_token=env.get(TOKEN_VAR) or None,
+            lease_s=number(LEASE_VAR, 30.0, 1.0),
             crash_after_commit=int(crash) if crash.isdigit() else None,
         )

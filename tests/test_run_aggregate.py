@@ -150,15 +150,42 @@ def test_a_waiting_step_holds_the_run_until_its_delivery_and_delivery_is_idempot
     assert current is not None and current.instance_id == "write"
 
 
-def test_a_claim_names_the_owner_once() -> None:
+def test_a_claim_holds_until_its_lease_expires_unless_its_owner_is_gone() -> None:
+    from datetime import timedelta
+
+    from controlroom.domain.errors import RunClaimedError
     from controlroom.domain.run_events import RunClaimed
 
     run = started()
-    run.claim(AT, "host:1")
-    run.claim(AT, "host:1")  # the same owner again records nothing
-    run.claim(AT, "host:2")
+    run.claim(AT, "host:1", lease_s=30)
+    run.claim(AT, "host:1", lease_s=30)  # the same claim again records nothing
+    with pytest.raises(RunClaimedError, match="host:1"):
+        run.claim(AT + timedelta(seconds=10), "host:2", lease_s=30)
+    assert not run.claimable(AT + timedelta(seconds=10))
+    assert run.claimable(AT + timedelta(seconds=31))
+    run.claim(AT + timedelta(seconds=10), "host:2", lease_s=30, takeover=True)
     claims = [e for e in run.collect_events() if isinstance(e, RunClaimed)]
     assert [c.owner for c in claims] == ["host:1", "host:2"] and run.owner == "host:2"
+
+
+def test_a_lease_is_renewed_only_once_half_of_it_has_run_out() -> None:
+    from datetime import timedelta
+
+    from controlroom.domain.run_events import RunClaimed
+
+    run = started()
+    run.claim(AT, "w", lease_s=30)
+    run.collect_events()
+    run.renew_lease(AT + timedelta(seconds=10), "w", 30)
+    assert run.collect_events() == []
+    run.renew_lease(AT + timedelta(seconds=20), "w", 30)
+    (renewal,) = run.collect_events()
+    assert isinstance(renewal, RunClaimed)
+    assert renewal.lease_expires_at == AT + timedelta(seconds=50)
+    run.release(AT, "someone else")
+    assert run.collect_events() == [] and run.owner == "w"
+    run.release(AT, "w")
+    assert run.owner == "" and run.claimable(AT)
 
 
 def test_events_of_release_0_1_without_instance_ids_still_rebuild_the_run() -> None:
