@@ -66,7 +66,8 @@ async def start_run(request: Request) -> JSONResponse:
             is_recipe_id=body.recipe_id is not None,
         )
     )
-    return JSONResponse({"run_id": run.id, "status": run.status.value}, status_code=201)
+    status = run.status.value if _server(request).execute else "queued"
+    return JSONResponse({"run_id": run.id, "status": status}, status_code=201)
 
 
 # The reads below are plain functions: Starlette runs them in its thread pool, so SQLite
@@ -216,8 +217,8 @@ async def not_found(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-def create_app(ctx: Context, token: str | None = None) -> Starlette:
-    server = Server(ctx)
+def create_app(ctx: Context, token: str | None = None, *, execute: bool = True) -> Starlette:
+    server = Server(ctx, execute=execute)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

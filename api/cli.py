@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -33,9 +34,9 @@ from controlroom.domain.errors import (
 from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
-from controlroom.engine.ports import process_owner
+from controlroom.engine.ports import owner_is_gone, process_owner
 from controlroom.engine.service import RunRequest, RunService
-from controlroom.projections.models import RUN_STATUSES
+from controlroom.projections.models import RUN_STATUSES, RunDetail, RunSummary
 from controlroom.projections.views import Views
 from controlroom.recipes.catalog import RecipeCatalog
 
@@ -221,7 +222,8 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     with listener:
         ctx = _open(ns)
-        server = uvicorn.Server(uvicorn.Config(create_app(ctx, token), log_level=ns.log_level))
+        app = create_app(ctx, token, execute=not ns.no_execute)
+        server = uvicorn.Server(uvicorn.Config(app, log_level=ns.log_level))
         port = listener.getsockname()[1]
         host = f"[{ns.host}]" if ":" in ns.host else ns.host
         print(f"serving {ctx.workspace.root} on http://{host}:{port}", file=sys.stderr)
@@ -235,6 +237,43 @@ def cmd_serve(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_FAILED
+    return EXIT_DONE
+
+
+def cmd_worker(ns: argparse.Namespace) -> int:
+    from controlroom.engine.worker import Worker
+
+    ctx = _open(ns)
+    views = Views.for_store(ctx.store)
+    followers = Followers(ctx.store, views)
+
+    def unfinished() -> list[str]:
+        return [r.run_id for r in views.query.runs(status="running")]
+
+    worker = Worker(
+        ctx,
+        unfinished,
+        followers,
+        concurrency=ns.concurrency,
+        poll_s=ns.poll,
+        grace_s=ns.grace,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await worker.run(stop)
+
+    print(
+        f"worker {worker.owner}: up to {worker.concurrency} runs at once from "
+        f"{ctx.workspace.root} (SIGTERM or Ctrl-C stops it gracefully)",
+        file=sys.stderr,
+    )
+    asyncio.run(main())
+    views.close()
+    print(f"worker {worker.owner}: stopped after taking {worker.claimed} run(s)", file=sys.stderr)
     return EXIT_DONE
 
 
@@ -319,11 +358,11 @@ def cmd_run(ns: argparse.Namespace) -> int:
     request = RunRequest(
         ns.task, _parse_args_kv(ns.arg), session_id=ns.session, description=ns.description
     )
-    printer = None if ns.quiet else ProgressPrinter()
+    printer = None if ns.quiet or ns.queue else ProgressPrinter()
     if printer:
         ctx.store.observe(printer)
     try:
-        run = service.start(request, owner=process_owner())
+        run = service.start(request, owner=None if ns.queue else process_owner())
     except NotRoutableError as exc:
         message = {"routable": False, "reason": exc.reason, "task": exc.description}
         if ns.json:
@@ -335,6 +374,17 @@ def cmd_run(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return EXIT_NOT_ROUTABLE
+    if ns.queue:
+        if ns.json:
+            _emit_json({"run_id": run.id, "status": "queued"})
+        else:
+            print(f"{run.id}: queued")
+            print(
+                "a worker executes it: controlroom worker (follow it with: controlroom show "
+                f"{run.id})",
+                file=sys.stderr,
+            )
+        return EXIT_DONE
     try:
         run = asyncio.run(service.execute(run))
     except KeyboardInterrupt:
@@ -351,7 +401,8 @@ def cmd_resume(ns: argparse.Namespace) -> int:
 
     ctx = _open(ns)
     service = RunService(ctx)
-    unfinished = [r["run_id"] for r in _views(ctx).runs(status="running")]
+    with _views(ctx) as views:
+        unfinished = [r.run_id for r in views.query.runs(status="running")]
     run_ids = [ns.run_id] if ns.run_id else unfinished
     if not run_ids:
         print("nothing to resume: no unfinished runs", file=sys.stderr)
@@ -406,6 +457,9 @@ def cmd_show(ns: argparse.Namespace) -> int:
         f"{view.run_id}  {view.recipe_id}  {view.status}"
         f"  step {view.current_step_index + 1}/{view.total_steps}"
     )
+    stalled = _not_advancing(view)
+    if stalled:
+        print(f"not advancing: {stalled}; continue it with `controlroom resume {view.run_id}`")
     print(f"task: {view.task.description}")
     print(
         f"created {view.created_at}  updated {view.updated_at}"
@@ -438,11 +492,29 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     if not rows:
         print("no runs")
     for r in rows:
+        note = f"  ({r.damage})" if r.damage else ""
+        stalled = _not_advancing(r)
+        if stalled:
+            note = f"  (not advancing: {stalled}; controlroom resume {r.run_id})"
         print(
             f"{r.run_id}  {r.status:<9}  {r.recipe_id:<26}  {r.created_at}"
-            f"  {r.description[:40]}" + (f"  ({r.damage})" if r.damage else "")
+            f"  {r.description[:40]}{note}"
         )
     return EXIT_DONE
+
+
+def _not_advancing(run: RunSummary | RunDetail) -> str | None:
+    """Why a running run is not moving on by itself (None while something holds it): no
+    process claims it, its process is gone (killed), or its lease ran out."""
+    if run.status != "running":
+        return None
+    if run.owner is None:
+        return "no process holds it"
+    if owner_is_gone(run.owner):
+        return f"its process {run.owner} is gone"
+    if run.lease_expires_at and datetime.fromisoformat(run.lease_expires_at) < datetime.now(UTC):
+        return f"the lease of {run.owner} ran out at {run.lease_expires_at}"
+    return None
 
 
 def cmd_events(ns: argparse.Namespace) -> int:
@@ -567,6 +639,32 @@ def cmd_issues(ns: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
+def cmd_workspace(ns: argparse.Namespace) -> int:
+    """`workspace check`: the layout the tools will use; no scenes or chapters is an error."""
+    from controlroom.tools.layout import detect_layout, no_units_message
+    from controlroom.tools.workspace import Workspace
+
+    layout = detect_layout(Workspace(Path(ns.workspace)))
+    if ns.json:
+        _emit_json(layout.as_dict())
+    else:
+        print(f"layout: {layout.source} ({layout.unit}s)")
+        for unit in layout.units:
+            print(f"  {layout.unit} {unit.number}: {unit.path}  — {unit.title}")
+        print(f"outline: {layout.outline or 'none'}")
+        print(f"canon cards: {len(layout.canon)}")
+        for path in layout.canon:
+            print(f"  {path}")
+        if layout.other:
+            print(f"other files (not read by the tools): {', '.join(layout.other)}")
+        for warning in layout.warnings:
+            print(f"warning: {warning}")
+    if not layout.units:
+        print(f"controlroom: error: {no_units_message(layout)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_DONE
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument(
@@ -586,7 +684,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", help="session id to link receipts to (default: a new one)")
     p.add_argument("--description", help="task description when TASK is a recipe id")
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    p.add_argument(
+        "--queue", action="store_true", help="record the run and leave it to `controlroom worker`"
+    )
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("worker", parents=[common], help="execute queued and abandoned runs")
+    p.add_argument("--concurrency", type=int, default=8, help="runs executed at once (default 8)")
+    p.add_argument("--poll", type=float, default=0.5, help="seconds between looks for work")
+    p.add_argument("--grace", type=float, default=30.0, help="seconds to finish steps on SIGTERM")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("resume", parents=[common], help="continue unfinished runs")
     p.add_argument("run_id", nargs="?")
@@ -639,6 +746,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a non-loopback host without CONTROLROOM_API_TOKEN",
     )
+    p.add_argument(
+        "--no-execute",
+        action="store_true",
+        help="serve the API only: runs started over HTTP are queued for `controlroom worker`",
+    )
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=cmd_serve)
 
@@ -652,6 +764,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["status", "rebuild"])
     p.add_argument("name", nargs="?", help="one projection (rebuild; default: all)")
     p.set_defaults(func=cmd_projections)
+
+    p = sub.add_parser(
+        "workspace", parents=[common], help="the workspace layout: scenes, outline, canon"
+    )
+    p.add_argument("action", choices=["check"])
+    p.set_defaults(func=cmd_workspace)
 
     p = sub.add_parser("issues", parents=[common], help="issues opened by runs")
     p.add_argument("--run", help="only this run's issues")

@@ -24,7 +24,7 @@ PROJECTION_INTERVAL_S = 0.2
 
 
 class Server:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, *, execute: bool = True) -> None:
         self.ctx = ctx
         self.service = RunService(ctx)
         self.views = Views.for_store(ctx.store)
@@ -33,6 +33,8 @@ class Server:
         self.hub: EventHub
         self.executor: Executor
         self.max_concurrent_runs = ctx.settings.max_concurrent_runs
+        #: False with `serve --no-execute`: runs are queued for workers, never run here.
+        self.execute = execute
         self._follower_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -51,14 +53,16 @@ class Server:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.ctx.store.observe(self._on_commit)
-        self.hub = EventHub(self.ctx.store, self.notifier)
+        # Its first look at the log reads the store: off the loop, like every store read.
+        self.hub = await asyncio.to_thread(EventHub, self.ctx.store, self.notifier)
         self.hub.start()
         self.executor = Executor(
             self.ctx, max_concurrent=self.max_concurrent_runs, on_partial=self.hub.publish_partial
         )
         await asyncio.to_thread(self.followers.catch_up)
-        unfinished = [row["run_id"] for row in self.views.runs(status="running")]
-        await self.executor.start(unfinished)
+        unfinished = [row.run_id for row in self.views.query.runs(status="running")]
+        if self.execute:
+            await self.executor.start(unfinished)
         self._follower_task = asyncio.create_task(self._follow_forever())
 
     async def stop(self) -> None:
@@ -73,6 +77,8 @@ class Server:
         self.views.close()
 
     async def start_run(self, request: RunRequest) -> Run:
+        if not self.execute:
+            return await asyncio.to_thread(self.service.start, request)  # queued
         return await self.executor.submit(request)
 
     async def cancel(self, run_id: str) -> Run:

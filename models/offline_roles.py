@@ -285,7 +285,9 @@ def review_consistency(task: str, inputs: Inputs) -> str:
     return _dumps({"pass": not findings, "findings": findings, "summary": summary})
 
 
-_CONFLICT_MSG = re.compile(r"^(.+?):(\d+): (.+?)'s (.+?) is '(.+?)' but canon says '(.+?)'$")
+_CONFLICT_MSG = re.compile(
+    r"^(.+?):(\d+): (.+?)'s (.+?) is '(.+?)' but canon says '(.+?)'(?: \(in “(.+)”\))?$"
+)
 _VARIANT_MSG = re.compile(r"^(.+?):(\d+): '(.+?)' looks like a misspelling of '(.+?)'$")
 
 
@@ -299,9 +301,11 @@ def propose_corrections(task: str, inputs: Inputs) -> str:
         message = str(finding.get("message", finding))
         conflict, variant = _CONFLICT_MSG.match(message), _VARIANT_MSG.match(message)
         if conflict:
-            path, line, entity, attribute, found, canon = conflict.groups()
+            path, line, entity, attribute, found, canon, quote = conflict.groups()
+            # Only the flagged words change, and only inside the quoted phrase.
+            where = f"in “{quote}”, " if quote else ""
             lines.append(
-                f"{i}. {path} line {line}: change '{found}' to '{canon}' "
+                f"{i}. {path} line {line}: {where}change '{found}' to '{canon}' "
                 f"({entity}'s {attribute} per the canon card)."
             )
         elif variant:
@@ -457,7 +461,7 @@ def update_canon(task: str, inputs: Inputs) -> str:
     for message in report.get("conflicts", []):
         match = _CONFLICT_MSG.match(message)
         if match:
-            path, line, entity, attribute, found, canon = match.groups()
+            path, line, entity, attribute, found, canon, _ = match.groups()
             lines.append(
                 f"- {entity}: card says {attribute} = {canon}, {path}:{line} says "
                 f"{found}; keep the card and fix the scene, or update the card."

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import orjson
 from eventsourcing.persistence import Notification
@@ -61,19 +61,12 @@ def stored_topics(names: Iterable[str]) -> tuple[str, ...]:
 
 
 class Recorded:
-    """One stored event as a projection reads it. Its JSON is decoded (and upcast to the
-    current shape) only when a handler asks for `data`: most of the cost of reading."""
+    """One stored event as a projection reads it: position, stream, version, stored name.
+    Its JSON is decoded (and upcast to the current shape) only when a handler calls
+    `decode`, and not kept: decoding is most of the cost of reading, and a batch of decoded
+    events held at once costs far more than the same events decoded one after the other."""
 
-    __slots__ = (
-        "_data",
-        "_shape",
-        "_state",
-        "_topic",
-        "originator_id",
-        "position",
-        "type_name",
-        "version",
-    )
+    __slots__ = ("_shape", "_state", "_topic", "originator_id", "position", "type_name", "version")
 
     def __init__(self, note: Notification) -> None:
         self.position: int = note.id
@@ -81,16 +74,12 @@ class Recorded:
         self.version: int = note.originator_version
         self.type_name, self._shape = parse_topic(note.topic)
         self._topic, self._state = note.topic, note.state
-        self._data: dict[str, Any] | None = None
 
-    @property
-    def data(self) -> dict[str, Any]:
-        if self._data is None:
-            data: dict[str, Any] = orjson.loads(self._state)
-            if self._shape != _current_shape(self.type_name):
-                data = EVENT_TYPES.upcast(self._topic, data)[1]
-            self._data = data
-        return self._data
+    def decode(self) -> dict[str, Any]:
+        data: dict[str, Any] = orjson.loads(self._state)
+        if self._shape != _current_shape(self.type_name):
+            data = EVENT_TYPES.upcast(self._topic, data)[1]
+        return data
 
 
 def _current_shape(name: str) -> int:
@@ -142,8 +131,9 @@ class Projections:
             # Views are rebuildable and each commit carries its position: losing the last
             # commits to a power cut costs a re-read, never a wrong view.
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            with self._transaction():
-                self._prepare()
+            if not self._is_prepared():
+                with self._transaction():
+                    self._prepare()
 
     def names(self) -> list[str]:
         return list(self._projections)
@@ -207,6 +197,12 @@ class Projections:
         with self.lock:
             self.conn.close()
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # -- internals ---------------------------------------------------------------------------
 
     @contextmanager
@@ -219,7 +215,18 @@ class Projections:
             raise
         self.conn.execute("COMMIT")
 
+    def _is_prepared(self) -> bool:
+        """Whether the file has this layout and every projection at its version: opening it
+        then takes no write lock, so a long rebuild in another process does not hold it up."""
+        (layout,) = self.conn.execute("PRAGMA user_version").fetchone()
+        if layout != LAYOUT:
+            return False
+        versions = dict(self.conn.execute("SELECT name, version FROM projection_tracking"))
+        return all(versions.get(p.name) == p.version for p in self._projections.values())
+
     def _prepare(self) -> None:
+        """Bring the file to this layout and every projection to its version (in the
+        caller's transaction, re-checking what `_is_prepared` saw)."""
         (layout,) = self.conn.execute("PRAGMA user_version").fetchone()
         if layout != LAYOUT:
             tables = self.conn.execute(

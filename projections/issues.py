@@ -31,27 +31,13 @@ class IssuesProjection(Projection):
         changed: dict[str, dict[str, Any]] = {}
         for item in batch:
             try:
-                e = item.data
-            except Exception as exc:
+                e = item.decode()
+            except Exception as exc:  # one unreadable event must not stop every issue
                 log.warning(
                     "issue event %s v%s cannot be read: %s", item.originator_id, item.version, exc
                 )
                 continue
-            if item.type_name == "IssueOpened":
-                changed[item.originator_id] = {
-                    "issue_id": item.originator_id,
-                    "status": "open",
-                    "opened_at": e["timestamp"],
-                    **{k: e.get(k) for k in _OPENED_FIELDS},
-                    "evidence": e.get("evidence"),
-                }
-            elif item.type_name == "IssueClosed":
-                issue = changed.get(item.originator_id) or load_issue(conn, item.originator_id)
-                if issue is not None:
-                    issue.update(
-                        status="closed", resolution=e["resolution"], closed_at=e["timestamp"]
-                    )
-                    changed[item.originator_id] = issue
+            _HANDLERS[item.type_name](conn, changed, item.originator_id, e)
         conn.executemany(
             "INSERT OR REPLACE INTO issues VALUES (?, ?, ?, ?, ?)",
             [
@@ -59,6 +45,33 @@ class IssuesProjection(Projection):
                 for i in changed.values()
             ],
         )
+
+
+Changed = dict[str, dict[str, Any]]
+
+
+def _on_opened(
+    conn: sqlite3.Connection, changed: Changed, issue_id: str, e: dict[str, Any]
+) -> None:
+    changed[issue_id] = {
+        "issue_id": issue_id,
+        "status": "open",
+        "opened_at": e["timestamp"],
+        **{k: e.get(k) for k in _OPENED_FIELDS},
+        "evidence": e.get("evidence"),
+    }
+
+
+def _on_closed(
+    conn: sqlite3.Connection, changed: Changed, issue_id: str, e: dict[str, Any]
+) -> None:
+    issue = changed.get(issue_id) or load_issue(conn, issue_id)
+    if issue is not None:
+        issue.update(status="closed", resolution=e["resolution"], closed_at=e["timestamp"])
+        changed[issue_id] = issue
+
+
+_HANDLERS = {"IssueOpened": _on_opened, "IssueClosed": _on_closed}
 
 
 # -- reads -------------------------------------------------------------------------------------

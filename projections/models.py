@@ -39,6 +39,8 @@ RunStatus = Literal["pending", "running", "done", "failed", "cancelled", "damage
 StepStatus = Literal["running", "waiting", "done", "failed", "cancelled"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 DAMAGE = "why the run's view cannot be trusted (an event missing, out of order or unreadable)"
+OWNER = "the process that holds the run to advance it (`host:pid`); absent once released"
+LEASE = "until when the owner's claim holds unless renewed; absent: until released"
 
 
 class RunSummary(ViewModel):
@@ -50,6 +52,8 @@ class RunSummary(ViewModel):
     created_at: str
     completed_at: str | None
     description: str
+    owner: str | None = omitted_when_none(OWNER)
+    lease_expires_at: str | None = omitted_when_none(LEASE)
     damage: str | None = omitted_when_none(DAMAGE)
 
 
@@ -120,7 +124,8 @@ class RunDetail(ViewModel):
     recipe_fingerprint: str
     error: str | None
     resumed: int | None = omitted_when_none("how many times the run was resumed")
-    owner: str | None = omitted_when_none("the process that last claimed the run (host:pid)")
+    owner: str | None = omitted_when_none(OWNER)
+    lease_expires_at: str | None = omitted_when_none(LEASE)
     damage: str | None = omitted_when_none(DAMAGE)
     steps: list[StepSummary]
     cache_summary: dict[str, SlotSummary]
@@ -228,7 +233,9 @@ class RunState(ViewModel):
     """The answer to starting or cancelling a run."""
 
     run_id: str
-    status: RunStatus
+    status: RunStatus | Literal["queued"] = Field(
+        description="`queued`: recorded for a worker to perform, not performed here"
+    )
 
 
 class RecipeSummary(ViewModel):

@@ -135,6 +135,10 @@ class RunView:
 
     def _on_claimed(self, e: dict[str, Any], at: str) -> None:
         self.run["owner"] = e["owner"]
+        self.run["lease_expires_at"] = e.get("lease_expires_at")
+
+    def _on_released(self, e: dict[str, Any], at: str) -> None:
+        self.run.update(owner=None, lease_expires_at=None)
 
     def _on_step_started(self, e: dict[str, Any], at: str) -> None:
         self.run.update(phase=e["phase"], current_step_index=e["step_index"])
@@ -244,7 +248,7 @@ class RunView:
 
     def consolidated(self) -> dict[str, Any]:
         """`GET /api/runs/{id}` (appendix D), as `RunDetail` validates it."""
-        view = {k: v for k, v in self.run.items() if k != "routing"}
+        view = {k: v for k, v in self.run.items() if k != "routing" and not _unset(k, v)}
         view["task"] = {"description": self.run["task"]["description"]}
         view["steps"] = [_step_summary(s) for s in self.steps]
         view["cache_summary"] = {
@@ -259,6 +263,14 @@ class RunView:
     def step_log(self) -> list[Step]:
         """`GET /api/runs/{id}/steps`: every step instance with its observability fields."""
         return [dict(s) for s in self.steps]
+
+
+def _unset(key: str, value: object) -> bool:
+    """Optional run fields appear in the view only while they have a value."""
+    return value is None and key in _OPTIONAL_RUN_FIELDS
+
+
+_OPTIONAL_RUN_FIELDS = frozenset({"owner", "lease_expires_at", "damage", "resumed"})
 
 
 def _skeleton(run_id: str, at: str) -> dict[str, Any]:
@@ -306,6 +318,7 @@ Handler = Callable[[RunView, dict[str, Any], str], None]
 _HANDLERS: dict[str, Handler] = {
     "RunStarted": RunView._on_started,
     "RunClaimed": RunView._on_claimed,
+    "RunReleased": RunView._on_released,
     "StepStarted": RunView._on_step_started,
     "StepWaiting": RunView._on_step_waiting,
     "ReceiptIssued": RunView._on_receipt,

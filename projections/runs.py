@@ -21,21 +21,33 @@ import orjson
 from controlroom.projections.base import Projection, Recorded
 from controlroom.projections.run_view import RUN_EVENT_NAMES, RunView
 
-_UPSERT_RUN = "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPSERT_RUN = "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _UPSERT_TEXT = "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?)"
+_SUMMARY = (
+    "run_id",
+    "recipe_id",
+    "status",
+    "created_at",
+    "completed_at",
+    "description",
+    "owner",
+    "lease_expires_at",
+    "damage",
+)
 _IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
 
 
 class RunsProjection(Projection):
     name: ClassVar[str] = "runs"
     topics: ClassVar[frozenset[str] | None] = None
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 3
     tables: ClassVar[tuple[str, ...]] = ("runs", "artifacts")
     schema: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS runs (
             run_id TEXT PRIMARY KEY, recipe_id TEXT NOT NULL, status TEXT NOT NULL,
             created_at TEXT NOT NULL, completed_at TEXT, description TEXT NOT NULL,
-            damage TEXT, version INTEGER NOT NULL, state BLOB NOT NULL)""",
+            owner TEXT, lease_expires_at TEXT, damage TEXT, version INTEGER NOT NULL,
+            state BLOB NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at, run_id)",
         "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_at)",
         """CREATE TABLE IF NOT EXISTS artifacts (
@@ -66,7 +78,7 @@ class RunsProjection(Projection):
 
 def _fold(view: RunView, item: Recorded) -> None:
     try:
-        data = item.data
+        data = item.decode()
     except Exception as exc:  # malformed JSON, or a shape written by a newer release
         if view.damage is None:
             view.mark_damaged(
@@ -88,6 +100,8 @@ def _row(run_id: str, view: RunView) -> tuple[Any, ...]:
         run["created_at"],
         run["completed_at"],
         run["task"]["description"],
+        run.get("owner"),
+        run.get("lease_expires_at"),
         run.get("damage"),
         view.version,
         orjson.dumps(view.to_state()),
@@ -121,13 +135,12 @@ def list_runs(
     conn: sqlite3.Connection, status: str | None, recipe_id: str | None
 ) -> list[dict[str, Any]]:
     rows = conn.execute(
-        "SELECT run_id, recipe_id, status, created_at, completed_at, description, damage "
+        f"SELECT {', '.join(_SUMMARY)} "
         "FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR recipe_id = ?2) "
         "ORDER BY created_at, run_id",
         (status, recipe_id),
     ).fetchall()
-    keys = ("run_id", "recipe_id", "status", "created_at", "completed_at", "description", "damage")
-    return [dict(zip(keys, row, strict=True)) for row in rows]
+    return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
 
 
 def run_status(conn: sqlite3.Connection, run_id: str) -> str | None:

@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from controlroom.eventstore.store import EventStore
-from controlroom.projections import runs
 from controlroom.projections.base import Projection, Projections
 from controlroom.projections.issues import IssuesProjection
 from controlroom.projections.queries import Queries
-from controlroom.projections.run_view import RunView
 from controlroom.projections.runs import RunsProjection
 
 
@@ -40,21 +38,6 @@ class Views(Projections):
         with self.lock:
             return {
                 table: sorted(self.conn.execute(f'SELECT * FROM "{table}"').fetchall())
-                for projection in all_projections()
-                for table in projection.tables
+                for name in self.names()
+                for table in self.get(name).tables
             }
-
-    # -- kept for callers outside projections/ that have not moved to `query` yet ------------
-
-    def run(self, run_id: str) -> RunView | None:
-        """The run's fold as last written (no artifact texts). Prefer `query.run`."""
-        with self.lock:
-            return runs.load_view(self.conn, run_id)
-
-    def runs(self, status: str | None = None, recipe_id: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries as JSON data. Prefer `query.runs`."""
-        return [r.model_dump(mode="json") for r in self.query.runs(status, recipe_id)]
-
-    def issues(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Issues as JSON data. Prefer `query.issues`."""
-        return [i.model_dump(mode="json") for i in self.query.issues(run_id)]

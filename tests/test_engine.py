@@ -41,7 +41,7 @@ DRAFT = "Draft scene 4 from the outline"
 def issues_of(ctx: Context, run_id: str) -> list[dict[str, object]]:
     views = Views.for_store(ctx.store)
     Followers(ctx.store, views).catch_up()
-    return views.issues(run_id=run_id)
+    return [i.model_dump(mode="json") for i in views.query.issues(run_id=run_id)]
 
 
 def run_to_end(service: RunService, task: str, **args: object) -> Run:

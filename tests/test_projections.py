@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from controlroom.projections.run_view import RunView
 from controlroom.projections.runs import RunsProjection
 from controlroom.projections.views import Views
 from tests.conftest import APPENDIX_D_KEYS, FIXTURES
+from tests.test_cli_e2e import start_slow_run
 
 CLI = str(Path(sys.executable).parent / "controlroom")
 AT = "2026-11-23T12:00:00Z"
@@ -89,6 +91,19 @@ def test_a_run_missing_an_event_is_damaged_while_every_other_run_lists_shows_and
         assert replayed.returncode == 0 and json.loads(replayed.stdout) == view
     assert cli("replay", broken, "--verify", "-w", ws).returncode == 1  # named by verify
     assert cli("events", broken, "-w", ws, "--json").returncode == 0
+
+
+@pytest.mark.e2e
+def test_a_run_whose_process_was_killed_says_it_is_not_advancing(workspace: Path) -> None:
+    process = start_slow_run(workspace, "-q")
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=10)
+    (run,) = json.loads(cli("runs", "-w", str(workspace), "--json").stdout)
+    assert run["status"] == "running" and run["owner"].endswith(f":{process.pid}")
+    listed = cli("runs", "-w", str(workspace)).stdout
+    assert f"(not advancing: its process {run['owner']} is gone; controlroom resume " in listed
+    shown = cli("show", run["run_id"], "-w", str(workspace)).stdout
+    assert f"continue it with `controlroom resume {run['run_id']}`" in shown
 
 
 def test_a_run_missing_its_first_event_is_listed_as_damaged(workspace: Path) -> None:

@@ -67,3 +67,40 @@ def test_initial_args_are_seeded_from_what_the_description_states() -> None:
         "scene_number": 2,
         "quoted": ["the ambush"],
     }
+
+
+def test_chapters_roman_numerals_number_words_and_ranges_are_extracted() -> None:
+    assert initial_args_from("validate chapter IV") == {"chapter_number": 4}
+    assert initial_args_from("check the consistency of chapter one") == {"chapter_number": 1}
+    assert initial_args_from("review pacing in chapters 2-4") == {"chapter_numbers": [2, 3, 4]}
+    assert initial_args_from("foreshadowing in chapters 1 and 7") == {"chapter_numbers": [1, 7]}
+    assert initial_args_from('proofread "Story/Chapters/Chapter 1.md"') == {
+        "paths": ["Story/Chapters/Chapter 1.md"]
+    }
+    assert initial_args_from("summarise the manuscript") == {"scope": "manuscript"}
+
+
+def test_plain_requests_a_writer_makes_are_routed() -> None:
+    cases = {
+        "Check chapter 3 for continuity errors": "analytical_consistency",
+        "proofread chapter 2": "analytical_prose",
+        "summarise the manuscript": "structural_outline",
+        "Draft chapter 8 from the outline": "creative_draft_scene",
+        "Is Dorian's eye colour consistent?": "analytical_consistency",
+        "find loose ends in the plot": "analytical_foreshadow",
+        "validate chapter IV": "analytical_scene_validate",
+        "does scene 2 cover its outline beats?": "analytical_scene_validate",
+        "what does a reader feel in chapter 7": "analytical_foreshadow",
+        "update the character sheets after chapter 5": "structural_canon",
+        "check names are spelled consistently": "analytical_consistency",
+    }
+    for description, expected in cases.items():
+        decision = route(description, BUNDLED)
+        assert decision.recipe_id == expected, (description, decision.reason)
+
+
+def test_an_unroutable_request_names_the_closest_recipes() -> None:
+    decision = route("translate the prose into French", BUNDLED)
+    assert decision.routable or "closest recipes" in decision.reason
+    decision = route("make the villain scarier", BUNDLED)
+    assert not decision.routable and "Chief" in decision.reason

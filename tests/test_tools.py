@@ -75,6 +75,7 @@ def test_canon_checker_finds_the_planted_eye_colour_contradiction(workspace: Pat
             "path": "Story/Scenes/SCN-02-the-ambush.md",
             "line": 3,
             "sentence": "His green eyes narrowed at the cut marks on the trunk.",
+            "quote": "His green eyes",
         }
     ]
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+
+from controlroom.tools.canon import CanonCard, Fact, cast_from_names, facts_of, parse_card
+from controlroom.tools.facts import Conflict, find_conflicts_in, plan_checks
+from controlroom.tools.text import read_document
+
+__all__ = ["CanonCard", "Conflict", "Fact", "facts_of", "find_conflicts", "parse_card"]
 
 STOPWORDS = frozenset(
     [
@@ -123,52 +126,7 @@ STOPWORDS = frozenset(
         "new",
     ]
 )
-
-COLORS = frozenset(
-    [
-        "black",
-        "white",
-        "grey",
-        "gray",
-        "blue",
-        "green",
-        "brown",
-        "hazel",
-        "amber",
-        "red",
-        "auburn",
-        "blond",
-        "blonde",
-        "golden",
-        "silver",
-        "violet",
-        "purple",
-        "yellow",
-        "copper",
-        "chestnut",
-        "dark",
-        "pale",
-    ]
-)
-#: Words that can describe the same attribute in mutually exclusive ways.
-EXCLUSIVE_VALUES: tuple[frozenset[str], ...] = (
-    COLORS - {"dark", "pale"},
-    frozenset({"left-handed", "right-handed"}),
-    frozenset({"tall", "short"}),
-)
-ATTRIBUTE_CUES: dict[str, tuple[str, ...]] = {
-    "eyes": ("eye", "eyes", "gaze"),
-    "hair": ("hair", "braid", "curls", "locks"),
-    "handedness": ("hand", "handed", "left-handed", "right-handed"),
-    "height": ("tall", "short", "height", "stood"),
-}
-
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
-_CARD_LINE = re.compile(
-    r"^\s*(?:[-*+]\s*)?\*{0,2}([A-Za-z][A-Za-z /]*?)\*{0,2}\s*:\s*\*{0,2}\s*(.+?)\s*$"
-)
 _NUMBER = re.compile(r"\b(\d+)\b")
 
 
@@ -182,86 +140,20 @@ def terms(text: str) -> list[str]:
 
 
 def title_of(text: str) -> str | None:
-    for line in text.splitlines():
-        match = _HEADING.match(line)
-        if match:
-            return match.group(2).strip()
-    return None
+    return read_document(text).title
 
 
 def numbers_in(text: str) -> list[int]:
     return [int(n) for n in _NUMBER.findall(text)]
 
 
-def prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, text) of every non-heading, non-empty line."""
-    return [
-        (i, line.strip())
-        for i, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not _HEADING.match(line)
-    ]
-
-
-@lru_cache(maxsize=1024)
 def sentences(text: str) -> tuple[tuple[int, str], ...]:
-    """(line number, sentence) pairs from the prose of a markdown text (cached: tools and
-    agents split the same scene texts many times over a run)."""
-    found: list[tuple[int, str]] = []
-    for number, line in prose_lines(text):
-        for part in _SENTENCE_END.split(line):
-            if part.strip():
-                found.append((number, part.strip()))
-    return tuple(found)
+    """(line number, sentence) pairs: real sentences of the unwrapped paragraphs."""
+    return tuple((s.line, s.text) for s in read_document(text).sentences)
 
 
 def paragraphs(text: str) -> list[str]:
-    blocks = re.split(r"\n\s*\n", text)
-    return [b.strip() for b in blocks if b.strip() and not _HEADING.match(b.strip())]
-
-
-@dataclass(frozen=True)
-class CanonCard:
-    path: str
-    name: str
-    kind: str
-    aliases: tuple[str, ...]
-    attributes: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        first = self.name.split()[0] if self.name.split() else self.name
-        return tuple(dict.fromkeys((self.name, first, *self.aliases)))
-
-
-def parse_card(path: str, text: str) -> CanonCard:
-    name = title_of(text) or path.rsplit("/", 1)[-1].removesuffix(".md")
-    attributes: dict[str, str] = {}
-    for _, line in prose_lines(text):
-        match = _CARD_LINE.match(line)
-        if match:
-            attributes[match.group(1).strip().lower()] = match.group(2).strip().rstrip(".")
-    aliases = tuple(a.strip() for a in attributes.pop("aliases", "").split(",") if a.strip())
-    kind = attributes.pop("type", "entry").lower()
-    return CanonCard(path=path, name=name, kind=kind, aliases=aliases, attributes=attributes)
-
-
-@dataclass(frozen=True)
-class Fact:
-    entity: str
-    attribute: str
-    value: str
-    source: str
-
-    def line(self) -> str:
-        return f"{self.entity}: {self.attribute} = {self.value}"
-
-
-def facts_of(cards: Iterable[CanonCard]) -> list[Fact]:
-    return [
-        Fact(card.name, attribute, value, card.path)
-        for card in cards
-        for attribute, value in card.attributes.items()
-    ]
+    return [b.text for b in read_document(text).prose]
 
 
 _FACT_LINE = re.compile(r"^\s*[-*]?\s*(.+?):\s*([a-z][a-z /]*?)\s*=\s*(.+?)\s*$")
@@ -277,113 +169,13 @@ def parse_fact_lines(text: str) -> list[Fact]:
     return facts
 
 
-def _value_words(value: str) -> set[str]:
-    return {w.lower() for w in re.findall(r"[A-Za-z\-]+", value)}
-
-
-def _class_of(value: str) -> frozenset[str] | None:
-    found = _value_words(value)
-    for exclusive in EXCLUSIVE_VALUES:
-        if found & exclusive:
-            return exclusive
-    return None
-
-
-@dataclass(frozen=True)
-class Conflict:
-    entity: str
-    attribute: str
-    canon_value: str
-    found: str
-    path: str
-    line: int
-    sentence: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "entity": self.entity,
-            "attribute": self.attribute,
-            "canon_value": self.canon_value,
-            "found": self.found,
-            "path": self.path,
-            "line": self.line,
-            "sentence": self.sentence,
-        }
-
-    def describe(self) -> str:
-        return (
-            f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
-            f"'{self.found}' but canon says '{self.canon_value}'"
-        )
-
-
 def find_conflicts(
     path: str, text: str, facts: Sequence[Fact], entity_names: Mapping[str, Sequence[str]]
 ) -> list[Conflict]:
-    """Sentences that give a canon entity an attribute value its card rules out.
-
-    A sentence counts for an entity only if that entity is the nearest named entity
-    before the attribute cue, so "Kael looked into Mira's green eyes" speaks of Mira;
-    a sentence naming nobody speaks of the last entity named ("His green eyes...").
-    """
-    checkable = [
-        (fact, exclusive, _value_words(fact.value), _cue_pattern(fact.attribute))
-        for fact in facts
-        if (exclusive := _class_of(fact.value)) is not None
-    ]
-    names = _names_pattern(tuple((e, tuple(ns)) for e, ns in entity_names.items()))
-    owner = {name: entity for entity, ns in entity_names.items() for name in ns}
-    conflicts: list[Conflict] = []
-    previous_entity: str | None = None
-    for number, sentence in sentences(text):
-        mentions = (
-            [(m.start(), owner[m.group(0)]) for m in names.finditer(sentence)] if names else []
-        )
-        lowered = sentence.lower()
-        for fact, exclusive, canon_words, cue in checkable:
-            found_cue = cue.search(lowered)
-            if found_cue is None:
-                continue
-            cue_at = found_cue.start()
-            before = [entity for start, entity in mentions if start <= cue_at]
-            subject = before[-1] if before else (mentions[0][1] if mentions else previous_entity)
-            if subject != fact.entity:
-                continue
-            window = lowered[max(0, cue_at - 40) : cue_at + 40]
-            said = {w for w in _VALUE_WORD.findall(window) if w in exclusive}
-            wrong = sorted(said - canon_words)
-            if wrong and not (said & canon_words):
-                conflicts.append(
-                    Conflict(
-                        fact.entity,
-                        fact.attribute,
-                        fact.value,
-                        ", ".join(wrong),
-                        path,
-                        number,
-                        sentence,
-                    )
-                )
-        if mentions:
-            previous_entity = mentions[-1][1]
+    """Sentences that give a canon entity an attribute value its facts rule out."""
+    cast = cast_from_names({e: list(ns) for e, ns in entity_names.items()})
+    conflicts, _ = find_conflicts_in(path, text, plan_checks(facts), cast)
     return conflicts
-
-
-_VALUE_WORD = re.compile(r"[a-z\-]+")
-
-
-@lru_cache(maxsize=256)
-def _cue_pattern(attribute: str) -> re.Pattern[str]:
-    cues = ATTRIBUTE_CUES.get(attribute, (attribute,))
-    return re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + r")\b")
-
-
-@lru_cache(maxsize=256)
-def _names_pattern(entities: tuple[tuple[str, tuple[str, ...]], ...]) -> re.Pattern[str] | None:
-    names = sorted({n for _, ns in entities for n in ns}, key=len, reverse=True)
-    if not names:
-        return None
-    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
 
 
 def edit_distance_at_most_one(a: str, b: str) -> bool:

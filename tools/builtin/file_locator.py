@@ -1,78 +1,206 @@
-"""file_locator: find the workspace files a task is about, and classify them."""
+"""file_locator: the workspace's layout, the files a task is about, and its scope.
+
+The layout (scenes or chapters, outline, canon cards) is declared in
+`.control-room/workspace.json` or detected (see `tools/layout.py`). A task's args limit the
+work: `scene_number`/`chapter_number` (or lists of them), `path`/`paths`, or a quoted
+title; a number or path the workspace does not have is an error, never a silent pass.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
-from controlroom.tools.analysis import numbers_in, terms, title_of
+from controlroom.domain.errors import ToolError, WorkspaceError
+from controlroom.tools.analysis import numbers_in, terms
 from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.layout import Layout, Unit, detect_layout, no_units_message
+from controlroom.tools.outline import parse_outline
 from controlroom.tools.workspace import Workspace
+
+Need = Literal["units", "outline", "canon"]
+_NUMBER_KEYS = ("scene_number", "chapter_number", "number")
+_LIST_KEYS = ("scene_numbers", "chapter_numbers", "numbers")
 
 
 class FileLocatorArgs(ToolArgs):
     search_criteria: str = ""
     scan_mode: Literal["FAST_SCAN", "DEEP_SCAN"] = "FAST_SCAN"
     max_results: int = Field(default=12, ge=1, le=500)
+    #: The task's args: what the request is limited to.
+    scope: dict[str, JsonValue] = Field(default_factory=dict)
+    #: Where a requested number must exist: among the files, or in the outline (drafting).
+    scope_in: Literal["files", "outline"] = "files"
+    #: What the recipe cannot work without; missing is an error naming the expected layout.
+    require: list[Need] = Field(default_factory=list)
 
 
-def classify(path: str) -> str:
-    lowered = path.lower()
-    name = lowered.rsplit("/", 1)[-1]
-    if "outline" in name:
-        return "outline"
-    if "/scenes/" in f"/{lowered}" or name.startswith("scn-"):
-        return "scene"
-    if (
-        "compendium/" in lowered
-        or "canon/" in lowered
-        or name.startswith(("char-", "loc-", "item-"))
-    ):
-        return "canon"
-    return "other"
+def _numbers(scope: dict[str, JsonValue]) -> list[int]:
+    found: list[int] = []
+    for key in _NUMBER_KEYS:
+        value = scope.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            found.append(value)
+    for key in _LIST_KEYS:
+        value = scope.get(key)
+        if isinstance(value, list):
+            found.extend(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+    return list(dict.fromkeys(found))
+
+
+def _paths(scope: dict[str, JsonValue]) -> list[str]:
+    found: list[str] = []
+    if isinstance(scope.get("path"), str):
+        found.append(str(scope["path"]))
+    paths = scope.get("paths")
+    if isinstance(paths, list):
+        found.extend(p for p in paths if isinstance(p, str))
+    return found
+
+
+def _span(numbers: list[int]) -> str:
+    if not numbers:
+        return "none"
+    ordered = sorted(numbers)
+    contiguous = ordered == list(range(ordered[0], ordered[-1] + 1))
+    return f"{ordered[0]}–{ordered[-1]}" if contiguous else ", ".join(map(str, ordered))
+
+
+def _scoped(
+    args: FileLocatorArgs, layout: Layout, workspace: Workspace, outline_numbers: list[int]
+) -> tuple[list[Unit] | None, str]:
+    """The units in scope (None: no limit) and a sentence saying what the scope is."""
+    unit = layout.unit
+    numbers = _numbers(args.scope)
+    paths = _paths(args.scope)
+    titles = [
+        str(q)
+        for q in [*(args.scope.get("quoted") or []), args.scope.get("title")]  # type: ignore[misc]
+        if isinstance(q, str)
+    ]
+    by_number = {u.number: u for u in layout.units}
+    chosen: list[Unit] = []
+    described: list[str] = []
+    for number in numbers:
+        if number in by_number:
+            chosen.append(by_number[number])
+        elif args.scope_in == "outline" and number in outline_numbers:
+            pass  # drafting a unit the outline has and the manuscript does not yet
+        elif args.scope_in == "outline" and layout.outline is not None:
+            raise ToolError(
+                "file_locator",
+                f"{unit} {number} is not in the outline '{layout.outline}' "
+                f"(it has {unit}s {_span(outline_numbers)})",
+            )
+        else:
+            raise ToolError(
+                "file_locator",
+                f"{unit} {number} is not in this workspace (it has {unit}s "
+                f"{_span([u.number for u in layout.units if u.number is not None])})",
+            )
+        described.append(f"{unit} {number}")
+    for path in paths:
+        try:
+            exists = workspace.exists(path)
+        except WorkspaceError as exc:
+            raise ToolError("file_locator", str(exc)) from None
+        if not exists:
+            raise ToolError("file_locator", f"'{path}' is not a file in this workspace")
+        match = next((u for u in layout.units if u.path == path), None)
+        chosen.append(match or Unit(path, None, path))
+        described.append(path)
+    for title in titles:
+        wanted = set(terms(title))
+        match = next(
+            (u for u in layout.units if wanted and wanted <= set(terms(u.title + " " + u.path))),
+            None,
+        )
+        if match is not None:
+            chosen.append(match)
+            described.append(f"'{title}'")
+    if not described:
+        return None, f"all {len(layout.units)} {unit}s"
+    unique = list({u.path: u for u in chosen}.values())
+    return unique, "limited to " + ", ".join(described)
 
 
 class FileLocator:
     name: ClassVar[str] = "file_locator"
-    description: ClassVar[str] = "Find and classify workspace files matching the task"
+    description: ClassVar[str] = "Find the workspace's scenes, outline and canon; scope the task"
     args_model: ClassVar[type[ToolArgs]] = FileLocatorArgs
 
     def run(self, args: FileLocatorArgs, workspace: Workspace) -> ToolResult:
+        try:
+            layout = detect_layout(workspace)
+        except WorkspaceError as exc:
+            raise ToolError(self.name, str(exc)) from None
+        if "units" in args.require and not layout.units:
+            raise ToolError(self.name, no_units_message(layout))
+        if "outline" in args.require and layout.outline is None:
+            raise ToolError(
+                self.name,
+                "no outline found: name a file with 'outline' or 'synopsis' in it, or declare "
+                "it in .control-room/workspace.json",
+            )
+        if "canon" in args.require and not layout.canon:
+            raise ToolError(
+                self.name,
+                "no canon cards found: keep them under Compendium/, Canon/ or Characters/, or "
+                "declare them in .control-room/workspace.json",
+            )
+        outline_numbers = (
+            [int(s["number"]) for s in parse_outline(workspace.read_text(layout.outline))]
+            if layout.outline
+            else []
+        )
+        scoped, scope_text = _scoped(args, layout, workspace, outline_numbers)
         query = set(terms(args.search_criteria))
         wanted_numbers = set(numbers_in(args.search_criteria))
+        kinds = {u.path: "scene" for u in layout.units}
+        kinds.update({p: "canon" for p in layout.canon})
+        if layout.outline:
+            kinds[layout.outline] = "outline"
+        titles = {u.path: u.title for u in layout.units}
         rows: list[dict[str, Any]] = []
-        for path in workspace.text_files:
-            text = workspace.read_text(path)
-            title = title_of(text) or ""
-            kind = classify(path)
+        for path in [*kinds, *layout.other]:
+            kind = kinds.get(path, "other")
+            title = titles.get(path, "")
             haystack = set(terms(path.replace("-", " ").replace("_", " ") + " " + title))
             if args.scan_mode == "DEEP_SCAN":
-                haystack |= set(terms(text))
+                haystack |= set(terms(workspace.read_text(path)))
             score = len(query & haystack)
             if kind == "scene" and wanted_numbers & set(numbers_in(title + " " + path)):
                 score += 5
             rows.append({"path": path, "kind": kind, "title": title, "score": score})
         rows.sort(key=lambda r: (-int(str(r["score"])), str(r["path"])))
-        by_kind: dict[str, list[str]] = {"scene": [], "outline": [], "canon": [], "other": []}
-        for row in rows:
-            by_kind[str(row["kind"])].append(str(row["path"]))
-        outline = sorted(by_kind["outline"])[0] if by_kind["outline"] else None
+        in_order = [u.path for u in (scoped if scoped is not None else layout.units)]
+        ranked = [str(r["path"]) for r in rows if r["path"] in set(in_order)]
+        ranked += [p for p in in_order if p not in ranked]
+        counts = {
+            "scene": len(layout.units),
+            "outline": int(layout.outline is not None),
+            "canon": len(layout.canon),
+            "other": len(layout.other),
+        }
         output: dict[str, Any] = {
             "query_terms": sorted(query),
             "matches": list(rows[: args.max_results]),
-            "scenes": list(by_kind["scene"]),
-            "scenes_in_order": sorted(by_kind["scene"]),
-            "outline": outline,
-            "canon": sorted(by_kind["canon"]),
-            "counts": {k: len(v) for k, v in by_kind.items()},
+            "scenes": ranked,
+            "scenes_in_order": in_order,
+            "outline": layout.outline,
+            "canon": list(layout.canon),
+            "counts": counts,
             "total_files": len(rows),
+            "unit": layout.unit,
+            "scope": scope_text,
+            "layout": layout.as_dict(),
         }
-        counts = output["counts"]
-        assert isinstance(counts, dict)
-        best = by_kind["scene"][0] if by_kind["scene"] else "none"
+        best = ranked[0] if ranked else "none"
         summary = (
-            f"{len(rows)} files found: {counts['scene']} scenes, {counts['outline']} outline, "
-            f"{counts['canon']} canon cards, {counts['other']} other; best scene: {best}"
+            f"{len(rows)} files ({layout.source} layout): {counts['scene']} {layout.unit}s, "
+            f"{counts['outline']} outline, {counts['canon']} canon cards, {counts['other']} "
+            f"other; scope: {scope_text}; best {layout.unit}: {best}"
         )
+        summary += "".join(f"\n! {w}" for w in layout.warnings)
         return ToolResult(output, summary)

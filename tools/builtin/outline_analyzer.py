@@ -2,52 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Literal
 
 from controlroom.tools.analysis import numbers_in, terms, title_of
 from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.outline import parse_outline
 from controlroom.tools.workspace import Workspace
 
-_SCENE_HEADING = re.compile(r"^#{2,4}\s+(?:Scene\s+(\d+)\s*[:.\-–—]?\s*)?(.*?)\s*$", re.IGNORECASE)
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
-_CHARACTERS = re.compile(
-    r"^\s*(?:[-*+]\s*)?\*{0,2}(?:characters|cast|pov)\*{0,2}\s*:\s*\*{0,2}(.*)$", re.IGNORECASE
-)
+__all__ = ["OutlineAnalyzer", "parse_outline", "pick_focus"]
 
 
 class OutlineAnalyzerArgs(ToolArgs):
     outline_path: str
     mode: Literal["structure", "beats"] = "structure"
     focus: str | None = None
-
-
-def parse_outline(text: str) -> list[dict[str, Any]]:
-    scenes: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    for line in text.splitlines():
-        heading = _SCENE_HEADING.match(line)
-        if heading and line.lstrip().startswith("##"):
-            number = int(heading.group(1)) if heading.group(1) else len(scenes) + 1
-            current = {
-                "index": len(scenes),
-                "number": number,
-                "title": heading.group(2).strip(),
-                "beats": [],
-                "characters": [],
-            }
-            scenes.append(current)
-            continue
-        if current is None:
-            continue
-        cast = _CHARACTERS.match(line)
-        if cast:
-            current["characters"] = [c.strip(" *") for c in cast.group(1).split(",") if c.strip()]
-            continue
-        bullet = _BULLET.match(line)
-        if bullet:
-            current["beats"].append(bullet.group(1).strip())
-    return scenes
 
 
 def pick_focus(scenes: list[dict[str, Any]], focus: str) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ from controlroom.tools.analysis import (
     STOPWORDS,
     dialogue_ratio,
     flesch_reading_ease,
+    name_set,
     paragraphs,
     sentences,
     words,
@@ -39,6 +40,16 @@ _NOT_ADVERBS = frozenset(
 )
 
 
+#: Words every English page repeats; a repetition flag about them tells a writer nothing.
+_FUNCTION_WORDS = frozenset(
+    """would could shall might must have had has said says upon into itself himself herself
+    themselves yourself myself something nothing anything everything there their they them
+    then than that this these those what when where which while with without your yours been
+    being were also only even just very much more most some such like well back into over
+    down still know think thought things thing said come came went going make made one""".split()
+)
+
+
 class ProseAnalyzerArgs(ToolArgs):
     paths: list[str]
 
@@ -48,7 +59,15 @@ def prose_metrics(text: str) -> dict[str, Any]:
     ss = sentences(text)
     lengths = [len(words(s)) for _, s in ss]
     adverbs = [w for w in ws if w.lower().endswith("ly") and w.lower() not in _NOT_ADVERBS]
-    content = [w.lower() for w in ws if w.lower() not in STOPWORDS and len(w) > 3]
+    names = {n.lower() for n in name_set([text])}
+    content = [
+        w.lower()
+        for w in ws
+        if w.lower() not in STOPWORDS
+        and w.lower() not in _FUNCTION_WORDS
+        and w.lower() not in names
+        and len(w) > 3
+    ]
     repeated = [w for w, n in Counter(content).most_common(5) if n >= 4]
     passive = sum(
         1

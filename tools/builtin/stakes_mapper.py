@@ -23,10 +23,14 @@ class StakesMapper:
         mentions: dict[str, list[str]] = {}
         stakes: list[dict[str, Any]] = []
         names = name_set(workspace.read_text(path) for path in args.paths)
+        counts: dict[tuple[str, str], int] = {}
         for path in args.paths:
             text = workspace.read_text(path)
             for term in Counter(proper_nouns(text, names)):
                 mentions.setdefault(term, []).append(path)
+            for _, sentence in sentences(text):
+                for term in set(proper_nouns(sentence, names)):
+                    counts[(term, path)] = counts.get((term, path), 0) + 1
             for line, sentence in sentences(text):
                 cues = stake_cues_in(sentence)
                 if cues:
@@ -34,19 +38,26 @@ class StakesMapper:
                         {"path": path, "line": line, "sentence": sentence, "cues": list(cues)}
                     )
         threads: list[dict[str, Any]] = []
-        for term, where in sorted(mentions.items()):
-            paid_off = len(where) > 1
+        # A thread is planted where a name recurs within one scene (two sentences or more);
+        # a name passing once is not a setup. Threads are listed in the order they appear.
+        for term, where in mentions.items():
+            first = where[0]
+            uses = counts.get((term, first), 0)
             threads.append(
                 {
                     "term": term,
-                    "first_scene": where[0],
-                    "mentions": list(where),
-                    "paid_off": paid_off,
+                    "first_scene": first,
+                    "mentions": list(dict.fromkeys(where)),
+                    "uses_in_first_scene": uses,
+                    "planted": uses >= 2,
+                    "paid_off": len(set(where)) > 1,
                 }
             )
         last = args.paths[-1] if args.paths else None
         unresolved = [
-            str(t["term"]) for t in threads if not t["paid_off"] and t["first_scene"] != last
+            str(t["term"])
+            for t in threads
+            if t["planted"] and not t["paid_off"] and t["first_scene"] != last
         ]
         output: dict[str, Any] = {
             "threads": threads,

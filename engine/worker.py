@@ -1,0 +1,97 @@
+"""A worker: claims queued and abandoned runs through the runs' own events and executes
+them, several at once, beside other workers on the same store.
+
+Which runs are claimable is read from the runs projection (unfinished), then decided by
+the run aggregate itself (`Run.claimable`: not waiting, nobody's lease live); the claim is
+an event, so optimistic concurrency lets only one worker win a run. Policies run here too,
+each event reacted to once across all workers (their tracking rows see to that).
+
+On SIGTERM a worker stops claiming, lets the steps in flight finish for a grace period,
+then cancels what is left and releases those runs so another worker takes them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+
+from controlroom.domain.run import Run
+from controlroom.engine.context import Context
+from controlroom.engine.executor import Executor
+from controlroom.engine.followers import Followers
+
+log = logging.getLogger("controlroom.worker")
+
+
+class Worker:
+    def __init__(
+        self,
+        ctx: Context,
+        unfinished: Callable[[], Sequence[str]],
+        followers: Followers,
+        *,
+        concurrency: int = 8,
+        poll_s: float = 0.5,
+        grace_s: float = 30.0,
+    ) -> None:
+        self.ctx = ctx
+        self.unfinished = unfinished
+        self.followers = followers
+        self.concurrency = max(1, concurrency)
+        self.poll_s = poll_s
+        self.grace_s = grace_s
+        self.executor = Executor(ctx, max_concurrent=self.concurrency, offload=True)
+        self.claimed = 0
+
+    @property
+    def owner(self) -> str:
+        return self.executor.owner
+
+    def claimable(self) -> list[str]:
+        """Unfinished runs that nobody holds a live claim on, oldest first."""
+        now = self.ctx.clock.now()
+        found = []
+        for run_id in self.unfinished():
+            if run_id in self.executor.tasks:
+                continue
+            run = self.ctx.store.load(Run, run_id)
+            if run is not None and run.claimable(now):
+                found.append(run_id)
+        return found
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.executor.start([])
+        try:
+            while not stop.is_set():
+                await self._tick()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.poll_s)
+        finally:
+            await self.drain()
+
+    async def _tick(self) -> None:
+        try:
+            await asyncio.to_thread(self.followers.catch_up)
+            candidates = await asyncio.to_thread(self.claimable)
+        except Exception:  # the store may be briefly unreachable: try again next tick
+            log.exception("worker %s could not read the store", self.owner)
+            return
+        for run_id in candidates:
+            if len(self.executor.tasks) >= self.concurrency:
+                break
+            self.claimed += 1
+            self.executor.spawn(run_id)
+
+    async def drain(self) -> None:
+        """Let running steps finish for the grace period, then cancel and release."""
+        tasks = dict(self.executor.tasks)
+        if tasks:
+            await asyncio.wait(list(tasks.values()), timeout=self.grace_s)
+        unfinished = [run_id for run_id, task in tasks.items() if not task.done()]
+        await self.executor.stop()
+        for run_id in unfinished:
+            await asyncio.to_thread(self.executor.service.release, run_id, self.owner)
+            log.warning("worker %s released %s for another worker", self.owner, run_id)
+        await asyncio.to_thread(self.followers.catch_up)

@@ -1,0 +1,193 @@
+"""Phase A on manuscripts as writers keep them: markdown, hard wraps, CRLF, real casts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from controlroom.api.cli import main
+from controlroom.domain.errors import ToolError
+from controlroom.tools.base import ToolRegistry
+from controlroom.tools.canon import build_cast, facts_of, parse_card
+from controlroom.tools.facts import find_conflicts_in, plan_checks
+from controlroom.tools.layout import SCHEMA_PATH, detect_layout, layout_schema
+from controlroom.tools.text import read_document
+from controlroom.tools.workspace import Workspace
+
+REPO = Path(__file__).resolve().parent.parent
+DORIAN = REPO / "examples" / "dorian"
+TOOLS = ToolRegistry.default(with_plugins=False)
+DORIAN_CARD = """# Dorian Gray
+- **Aliases:** Mr. Gray
+- **Pronouns:** he
+- **Eyes:** frank blue
+- **Hair:** crisp gold
+- **Role:** sitter for the portrait
+"""
+HENRY_CARD = "# Lord Henry Wotton\n- **Aliases:** Harry\n- **Eyes:** brown\n"
+
+
+def conflicts(text: str, *cards: str) -> list[str]:
+    parsed = [parse_card(f"card{i}.md", c) for i, c in enumerate(cards)]
+    found, _ = find_conflicts_in("ch.md", text, plan_checks(facts_of(parsed)), build_cast(parsed))
+    return [f"{c.line}:{c.entity}:{c.found}:{c.quote}" for c in found]
+
+
+def test_hard_wrapped_crlf_paragraphs_are_unwrapped_into_real_sentences() -> None:
+    text = (
+        "CHAPTER I.\r\n\r\nThe studio was filled with the rich odour of roses, and when\r\n"
+        "the light summer wind stirred, there came the scent of the lilac. Mr.\r\n"
+        "Gray was late.\r\n"
+    )
+    doc = read_document(text)
+    assert doc.title == "CHAPTER I."
+    assert [(s.line, s.text) for s in doc.sentences] == [
+        (
+            3,
+            "The studio was filled with the rich odour of roses, and when the light summer "
+            "wind stirred, there came the scent of the lilac.",
+        ),
+        (4, "Mr. Gray was late."),
+    ]
+
+
+def test_front_matter_and_markup_do_not_reach_the_sentences() -> None:
+    doc = read_document("---\nchapter: 3\n---\n# Three\n\nShe was *very* tired.\n\n> A quote.\n")
+    assert doc.front_matter == {"chapter": "3"}
+    assert [(s.line, s.text) for s in doc.sentences] == [
+        (6, "She was very tired."),
+        (8, "A quote."),
+    ]
+
+
+def test_a_surname_that_is_a_colour_is_a_name_not_an_eye_colour() -> None:
+    text = "Dorian Gray looked up, and his blue eyes met the gray ones of Mr. Gray's portrait.\n"
+    assert conflicts(text, DORIAN_CARD) == []
+
+
+def test_an_eye_falling_on_a_yellow_book_is_not_a_yellow_eye() -> None:
+    assert conflicts("Dorian sat down. His eye fell on the yellow book.\n", DORIAN_CARD) == []
+
+
+def test_a_description_is_not_pinned_on_someone_named_in_another_paragraph() -> None:
+    text = "Dorian Gray came in.\n\nHis green eyes were tired.\n"
+    assert conflicts(text, DORIAN_CARD) == []
+
+
+def test_a_pronoun_is_not_resolved_when_two_men_are_in_play() -> None:
+    text = "Lord Henry looked at him. His grey eyes were full of tears.\n"
+    assert conflicts(text, DORIAN_CARD, HENRY_CARD) == []
+
+
+def test_facts_in_the_cards_own_words_agree_with_their_variants() -> None:
+    assert conflicts("Dorian shook his golden hair.\n", DORIAN_CARD) == []
+    assert conflicts("Dorian shook his dark hair.\n", DORIAN_CARD) == [
+        "1:Dorian Gray:dark:his dark hair"
+    ]
+
+
+def test_a_contradiction_carries_the_exact_quote_and_the_line_it_is_on() -> None:
+    text = "The painter turned to Dorian Gray,\nwhose hair was black, and\nsmiled.\n"
+    assert conflicts(text, DORIAN_CARD) == []  # "whose": nobody is pinned by guesswork
+    text = "Dorian Gray turned. His hair\nwas black as night.\n"
+    assert conflicts(text, DORIAN_CARD) == ["2:Dorian Gray:black:His hair was black"]
+
+
+def test_every_fact_is_checked_or_reported_as_not_checkable(workspace: Path) -> None:
+    cards = ["Compendium/Characters/CHAR-kael.md", "Compendium/Locations/LOC-greywatch.md"]
+    out = TOOLS.execute("canon_checker", {"canon_paths": cards}, Workspace(workspace)).output
+    rows = {(r["entity"], r["attribute"]): r for r in out["facts"]}
+    assert rows[("Kael", "eyes")]["checked"] is True
+    assert rows[("Kael", "role")]["status"] == "not checkable"
+    assert "no check for 'role'" in rows[("Kael", "role")]["reason"]
+    assert {r["attribute"] for r in out["unchecked"]} == {"role", "region", "features"}
+
+
+def test_lord_does_not_make_ford_a_misspelling_but_kale_is(workspace: Path) -> None:
+    scene = workspace / "Story/Scenes/SCN-03-the-archive.md"
+    scene.write_text(scene.read_text() + "\nThey met Ford at the gate. Later, Kale left.\n")
+    card = workspace / "Compendium/Characters/CHAR-kael.md"
+    card.write_text(card.read_text().replace("the Warden's Blade", "Lord Kael"))
+    out = TOOLS.execute(
+        "consistency_checker",
+        {
+            "scene_paths": ["Story/Scenes/SCN-03-the-archive.md"],
+            "canon_paths": ["Compendium/Characters/CHAR-kael.md"],
+        },
+        Workspace(workspace),
+    ).output
+    assert [f["found"] for f in out["findings"] if f["type"] == "name_variant"] == ["Kale"]
+
+
+def test_the_unmodified_novel_gives_no_false_contradictions() -> None:
+    ws = Workspace(DORIAN)
+    found = TOOLS.execute("file_locator", {"require": ["units", "canon"]}, ws).output
+    out = TOOLS.execute(
+        "consistency_checker",
+        {"scene_paths": found["scenes_in_order"], "canon_paths": found["canon"]},
+        ws,
+    ).output
+    conflicts_found = [f for f in out["findings"] if f["type"] == "canon_conflict"]
+    assert conflicts_found == []
+    # The one name finding is real: the Gutenberg text spells her "Sybil’s" once.
+    assert [(f["found"], f["line"]) for f in out["findings"]] == [("Sybil", 407)]
+
+
+def test_chapters_in_story_chapters_are_found_in_number_order() -> None:
+    layout = detect_layout(Workspace(DORIAN))
+    assert layout.source == "detected" and layout.unit == "chapter"
+    assert [u.number for u in layout.units] == [1, 2, 3, 4, 5, 6, 7]
+    assert layout.outline == "Story/Outline.md" and len(layout.canon) == 5
+
+
+def test_a_declared_layout_wins_over_detection(tmp_path: Path) -> None:
+    (tmp_path / "book").mkdir()
+    for n in (10, 9):
+        (tmp_path / "book" / f"part-{n}.md").write_text(f"# Part {n}\n\nText.\n")
+    (tmp_path / "notes.md").write_text("# Notes\n")
+    (tmp_path / ".control-room").mkdir()
+    (tmp_path / ".control-room" / "workspace.json").write_text(
+        json.dumps({"unit": "chapter", "units": ["book/*.md"], "outline": "notes.md"})
+    )
+    layout = detect_layout(Workspace(tmp_path))
+    assert layout.source == "declared" and layout.outline == "notes.md"
+    assert [u.path for u in layout.units] == ["book/part-9.md", "book/part-10.md"]
+
+
+def test_the_layout_schema_file_is_current() -> None:
+    assert json.loads(SCHEMA_PATH.read_text()) == layout_schema()
+
+
+def test_zero_manuscript_files_is_an_error_naming_the_layout(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# Notes\n")
+    with pytest.raises(ToolError, match="folder named Scenes, Chapters"):
+        TOOLS.execute("file_locator", {"require": ["units"]}, Workspace(tmp_path))
+
+
+def test_scope_limits_the_work_to_the_chapter_asked_for() -> None:
+    ws = Workspace(DORIAN)
+    out = TOOLS.execute("file_locator", {"scope": {"chapter_number": 3}}, ws).output
+    assert out["scenes_in_order"] == ["Story/Chapters/Chapter 3.md"]
+    assert out["scope"] == "limited to chapter 3"
+
+
+def test_a_chapter_the_outline_does_not_have_is_a_clear_error() -> None:
+    ws = Workspace(DORIAN)
+    with pytest.raises(ToolError, match=r"chapter 8 is not in the outline .*chapters 1–7"):
+        TOOLS.execute("file_locator", {"scope": {"chapter_number": 8}, "scope_in": "outline"}, ws)
+    with pytest.raises(ToolError, match="chapter 9 is not in this workspace"):
+        TOOLS.execute("file_locator", {"scope": {"chapter_number": 9}}, ws)
+
+
+def test_workspace_check_shows_the_layout_and_fails_on_an_empty_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["workspace", "check", "-w", str(DORIAN)]) == 0
+    assert "chapter 7: Story/Chapters/Chapter 7.md" in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    shutil.copytree(DORIAN / "Story" / "Characters", empty)
+    assert main(["workspace", "check", "-w", str(empty)]) == 1
+    assert "no scene or chapter files found" in capsys.readouterr().err

@@ -1,0 +1,265 @@
+"""Canon cards: who and what the story holds fixed, the names they go by, and their facts.
+
+A card is a markdown file: its first heading is the name, then one `Attribute: value` per
+line (list items and `**bold**` labels are fine), or the same in front matter. `Aliases`
+lists other names, `Type` the kind of entry, `Pronouns` (or `Gender`) how the text refers
+to a character. A fact keeps the card's own words; `vocabulary.py` decides whether the
+tools can check it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from controlroom.tools.text import read_document
+
+Gender = Literal["he", "she", "they"]
+
+_ATTRIBUTE = re.compile(r"^\s*\*{0,2}([A-Za-z][A-Za-z /'’\-]*?)\*{0,2}\s*:\s*\*{0,2}\s*(.+?)\s*$")
+HONORIFICS: dict[str, Gender | None] = {
+    "mr": "he",
+    "mister": "he",
+    "sir": "he",
+    "lord": "he",
+    "king": "he",
+    "prince": "he",
+    "duke": "he",
+    "earl": "he",
+    "baron": "he",
+    "count": "he",
+    "father": "he",
+    "brother": "he",
+    "uncle": "he",
+    "mrs": "she",
+    "miss": "she",
+    "ms": "she",
+    "lady": "she",
+    "dame": "she",
+    "queen": "she",
+    "princess": "she",
+    "duchess": "she",
+    "countess": "she",
+    "baroness": "she",
+    "mother": "she",
+    "sister": "she",
+    "aunt": "she",
+    "madame": "she",
+    "mme": "she",
+    "mlle": "she",
+    "dr": None,
+    "doctor": None,
+    "professor": None,
+    "prof": None,
+    "captain": None,
+    "capt": None,
+    "colonel": None,
+    "col": None,
+    "general": None,
+    "major": None,
+    "lieutenant": None,
+    "sergeant": None,
+    "st": None,
+    "saint": None,
+    "the": None,
+}
+#: Given names that are also everyday words: at a sentence's start they are not a mention.
+_EVERYDAY = frozenset(
+    "will hope grace rose frank mark bill pat faith joy may june april august summer art dawn "
+    "guy jack ray rich sly sterling victor earnest constance prudence patience honor".split()
+)
+_PRONOUN_ATTRIBUTES = ("pronouns", "pronoun", "gender", "sex")
+
+
+@dataclass(frozen=True)
+class CanonCard:
+    path: str
+    name: str
+    kind: str
+    aliases: tuple[str, ...]
+    attributes: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The card's own names: its title, its first word, and its aliases."""
+        first = self.name.split()[0] if self.name.split() else self.name
+        return tuple(dict.fromkeys((self.name, first, *self.aliases)))
+
+    @property
+    def gender(self) -> Gender | None:
+        for key in _PRONOUN_ATTRIBUTES:
+            value = self.attributes.get(key, "").lower()
+            if re.search(r"\b(she|her|female|woman|girl|f)\b", value):
+                return "she"
+            if re.search(r"\b(he|him|his|male|man|boy|m)\b", value):
+                return "he"
+            if re.search(r"\b(they|them|nonbinary|non-binary)\b", value):
+                return "they"
+        for name in (self.name, *self.aliases):
+            title = name.split()[0].lower().rstrip(".") if name.split() else ""
+            gender = HONORIFICS.get(title)
+            if gender:
+                return gender
+        return None
+
+
+def _kind_from_path(path: str) -> str:
+    lowered = path.lower()
+    for word, kind in (
+        ("character", "character"),
+        ("people", "character"),
+        ("cast", "character"),
+        ("char-", "character"),
+        ("location", "location"),
+        ("place", "location"),
+        ("loc-", "location"),
+        ("item", "item"),
+        ("object", "item"),
+    ):
+        if word in lowered:
+            return kind
+    return "entry"
+
+
+def parse_card(path: str, text: str) -> CanonCard:
+    doc = read_document(text)
+    name = doc.title or path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    attributes: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for key, value in doc.front_matter.items():
+        if key in ("title", "name"):
+            name = value or name
+        else:
+            attributes[key] = value.strip("[]")
+            lines[key] = 1
+    for block in doc.blocks:
+        if block.kind == "heading":
+            continue
+        starts = (0, *block.breaks)
+        ends = (*block.breaks, len(block.text))
+        for start, end in zip(starts, ends, strict=True):
+            match = _ATTRIBUTE.match(block.text[start:end])
+            if match and len(match.group(1)) <= 30:
+                key = match.group(1).strip().lower()
+                attributes[key] = match.group(2).strip().rstrip(".").strip("*").strip()
+                lines[key] = block.line_at(start)
+    aliases = tuple(
+        a.strip().strip("\"'") for a in attributes.pop("aliases", "").split(",") if a.strip()
+    )
+    lines.pop("aliases", None)
+    kind = attributes.pop("type", "").lower() or _kind_from_path(path)
+    lines.pop("type", None)
+    return CanonCard(path, name.strip(), kind, aliases, attributes, lines)
+
+
+@dataclass(frozen=True)
+class Fact:
+    entity: str
+    attribute: str
+    value: str
+    source: str
+    source_line: int = 0
+
+    def line(self) -> str:
+        return f"{self.entity}: {self.attribute} = {self.value}"
+
+
+def facts_of(cards: Iterable[CanonCard]) -> list[Fact]:
+    return [
+        Fact(card.name, attribute, value, card.path, card.lines.get(attribute, 0))
+        for card in cards
+        for attribute, value in card.attributes.items()
+    ]
+
+
+def _core_tokens(name: str) -> tuple[str | None, list[str]]:
+    tokens = name.replace(",", " ").split()
+    honorific = None
+    while tokens and tokens[0].lower().rstrip(".") in HONORIFICS:
+        honorific = tokens.pop(0)
+    return honorific, tokens
+
+
+@dataclass(frozen=True)
+class Cast:
+    """Every name the cards give, each pointing to one entity; a derived name two cards
+    share (a family surname) is dropped, a name a card lists itself is kept."""
+
+    owner: dict[str, str]
+    genders: dict[str, Gender | None]
+    pattern: re.Pattern[str] | None
+
+    def mentions(self, text: str, sentence_start: int = 0) -> list[tuple[int, int, str]]:
+        """(start, end, entity) of each name in `text`, longest names first."""
+        if self.pattern is None:
+            return []
+        found = []
+        for match in self.pattern.finditer(text):
+            name = match.group(0)
+            at_start = not text[sentence_start : match.start()].strip(" “\"‘'(—-")
+            if at_start and " " not in name and name.lower() in _EVERYDAY:
+                continue
+            found.append((match.start(), match.end(), self.owner[name]))
+        return found
+
+    def name_tokens(self) -> set[str]:
+        """Single words that are part of some name, honorifics left out."""
+        tokens: set[str] = set()
+        for name in self.owner:
+            _, core = _core_tokens(name)
+            tokens.update(t.strip(".") for t in core)
+        return tokens
+
+
+def build_cast(cards: Sequence[CanonCard]) -> Cast:
+    explicit: dict[str, str] = {}
+    derived: dict[str, set[str]] = {}
+    for card in cards:
+        for name in (card.name, *card.aliases):
+            explicit.setdefault(name, card.name)
+        honorific, core = _core_tokens(card.name)
+        candidates = [" ".join(core)] if core else []
+        # People go by a given name or a surname alone; places and things by their full name.
+        if core and card.kind not in ("location", "place", "item", "object", "organisation"):
+            candidates.append(core[0])
+            if len(core) > 1:
+                candidates.append(core[-1])
+            if honorific:
+                candidates.append(f"{honorific} {core[0]}")
+                candidates.append(f"{honorific} {core[-1]}")
+        for alias in card.aliases:
+            _, alias_core = _core_tokens(alias)
+            if len(alias_core) > 1 and card.kind == "character":
+                candidates.append(alias_core[0])
+        for candidate in candidates:
+            if len(candidate) >= 3:
+                derived.setdefault(candidate, set()).add(card.name)
+    owner = dict(explicit)
+    for name, owners in derived.items():
+        if name not in owner and len(owners) == 1:
+            owner[name] = next(iter(owners))
+    genders = {card.name: card.gender for card in cards}
+    names = sorted(owner, key=len, reverse=True)
+    pattern = (
+        re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
+        if names
+        else None
+    )
+    return Cast(owner, genders, pattern)
+
+
+def cast_from_names(entity_names: dict[str, Sequence[str]]) -> Cast:
+    """A cast from entity -> names, for callers that hold names without cards."""
+    counts = Counter(n for ns in entity_names.values() for n in set(ns))
+    owner = {n: e for e, ns in entity_names.items() for n in ns if counts[n] == 1 or n == e}
+    names = sorted(owner, key=len, reverse=True)
+    pattern = (
+        re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
+        if names
+        else None
+    )
+    return Cast(owner, dict.fromkeys(entity_names), pattern)

@@ -1,0 +1,284 @@
+"""Where a workspace keeps its scenes or chapters, its outline and its canon cards.
+
+Declared in `.control-room/workspace.json` (schema: `workspace.schema.json` beside this
+module), or detected when that file is absent:
+
+- manuscript units: files under a folder named Scenes, Chapters, Manuscript, Draft(s) or Text;
+  files named `SCN-…`, `CH-…`, `Scene 3…`, `Chapter 3…`; files whose front matter has
+  `scene:` or `chapter:`. They are chapters when their folder or names say so, else scenes.
+- the outline: a file whose name contains "outline", "synopsis" or "beat sheet".
+- canon cards: files under Compendium, Canon, Codex, Bible, Characters, Locations, Places,
+  World or Wiki, or named `CHAR-…`, `LOC-…`, `ITEM-…`.
+- numbers: front matter `scene:`/`chapter:`/`number:`, else the first number (or roman
+  numeral after "Chapter"/"Scene") in the file name, else in the title; order is by number,
+  then by name, with numbers read as numbers ("Chapter 10" after "Chapter 9").
+
+README files and anything under `.control-room/` are never part of a layout.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from controlroom.domain.errors import WorkspaceError
+from controlroom.tools.text import read_document
+from controlroom.tools.workspace import STATE_DIR, Workspace
+
+LAYOUT_FILE = f"{STATE_DIR}/workspace.json"
+SCHEMA_PATH = Path(__file__).with_name("workspace.schema.json")
+UnitKind = Literal["scene", "chapter"]
+
+_UNIT_DIRS = {
+    "scenes": "scene",
+    "scene": "scene",
+    "chapters": "chapter",
+    "chapter": "chapter",
+    "manuscript": None,
+    "draft": None,
+    "drafts": None,
+    "text": None,
+}
+_CANON_DIRS = frozenset(
+    "compendium canon codex bible characters character cast people locations places "
+    "world worldbuilding wiki items glossary".split()
+)
+_UNIT_NAME = re.compile(r"^(scn|scene|ch|chap|chapter)(?=[\s_\-.]*(\d|[ivxlc]+\b))", re.IGNORECASE)
+_CANON_NAME = re.compile(r"^(char|loc|item)-", re.IGNORECASE)
+_OUTLINE_NAME = re.compile(r"outline|synopsis|beat[\s_-]?sheet|treatment", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+")
+_ROMAN = re.compile(r"\b(?:chapter|scene|part|ch)[\s_\-.]*([ivxlcdm]+)\b", re.IGNORECASE)
+_ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+class LayoutSpec(BaseModel):
+    """`.control-room/workspace.json`: where this workspace keeps each kind of file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    unit: UnitKind = Field(
+        default="scene", description="What one manuscript file is: a scene or a chapter."
+    )
+    units: list[str] = Field(
+        min_length=1,
+        description="Glob patterns (workspace-relative, `**` for any folders) of the scene or "
+        "chapter files.",
+    )
+    outline: str | None = Field(default=None, description="Path of the outline, if any.")
+    canon: list[str] = Field(
+        default_factory=list, description="Glob patterns of the canon card files."
+    )
+    numbering: Literal["front_matter", "filename", "title", "order"] = Field(
+        default="filename",
+        description="Where a unit's number comes from; `order` numbers units 1, 2, 3 by path.",
+    )
+    exclude: list[str] = Field(default_factory=list, description="Glob patterns to leave out.")
+
+
+def layout_schema() -> dict[str, Any]:
+    schema = LayoutSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://controlroom.dev/schemas/workspace.json"
+    return schema
+
+
+@dataclass(frozen=True)
+class Unit:
+    path: str
+    number: int | None
+    title: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "number": self.number, "title": self.title}
+
+
+@dataclass(frozen=True)
+class Layout:
+    source: Literal["declared", "detected"]
+    unit: UnitKind
+    units: tuple[Unit, ...]
+    outline: str | None
+    canon: tuple[str, ...]
+    other: tuple[str, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "unit": self.unit,
+            "units": [u.as_dict() for u in self.units],
+            "outline": self.outline,
+            "canon": list(self.canon),
+            "other": list(self.other),
+            "warnings": list(self.warnings),
+        }
+
+    def require_units(self) -> None:
+        if not self.units:
+            raise WorkspaceError(no_units_message(self))
+
+
+def no_units_message(layout: Layout) -> str:
+    if layout.source == "declared":
+        return f"no scene or chapter files match the patterns in {LAYOUT_FILE}"
+    return (
+        "no scene or chapter files found: keep them under a folder named Scenes, Chapters or "
+        "Manuscript, or name them SCN-01…/CH-01…/'Chapter 1…', or declare where they are in "
+        f"{LAYOUT_FILE} (see `controlroom workspace check`)"
+    )
+
+
+def natural_key(path: str) -> tuple[Any, ...]:
+    return tuple(int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", path))
+
+
+def roman(text: str) -> int | None:
+    total = 0
+    values = [_ROMAN_VALUES.get(ch) for ch in text.lower()]
+    if not values or None in values:
+        return None
+    numbers = [v for v in values if v is not None]
+    for i, value in enumerate(numbers):
+        total += -value if i + 1 < len(numbers) and numbers[i + 1] > value else value
+    return total
+
+
+def number_in(text: str) -> int | None:
+    found = _ROMAN.search(text)
+    digits = _NUMBER.search(text)
+    if digits and (found is None or digits.start() <= found.start()):
+        return int(digits.group(0))
+    return roman(found.group(1)) if found else None
+
+
+def _front_number(front: dict[str, str]) -> int | None:
+    for key in ("scene", "chapter", "number"):
+        value = front.get(key, "")
+        if value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _unit_of(workspace: Workspace, path: str, numbering: str) -> Unit:
+    doc = read_document(workspace.read_text(path))
+    title = doc.title or path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    number: int | None = None
+    if numbering in ("front_matter", "filename", "title"):
+        number = _front_number(doc.front_matter)
+    if number is None and numbering in ("filename", "title"):
+        first, second = (name, title) if numbering == "filename" else (title, name)
+        number = number_in(first)
+        if number is None:
+            number = number_in(second)
+    return Unit(path, number, title)
+
+
+def _ordered(units: list[Unit], warnings: list[str], by_order: bool = False) -> tuple[Unit, ...]:
+    numbers = [u.number for u in units if u.number is not None]
+    if by_order or len(numbers) != len(set(numbers)) or len(numbers) != len(units):
+        if numbers and not by_order:
+            warnings.append(
+                "unit numbers are missing or repeated; units are numbered by their order"
+            )
+        ordered = sorted(units, key=lambda u: natural_key(u.path))
+        return tuple(Unit(u.path, i, u.title) for i, u in enumerate(ordered, start=1))
+    return tuple(sorted(units, key=lambda u: (u.number or 0, natural_key(u.path))))
+
+
+def _glob(paths: list[str], patterns: list[str]) -> list[str]:
+    return [p for p in paths if any(fnmatch.fnmatch(p, pat) for pat in patterns)]
+
+
+def declared_layout(workspace: Workspace) -> LayoutSpec | None:
+    path = workspace.root / LAYOUT_FILE
+    if not path.is_file():
+        return None
+    try:
+        return LayoutSpec.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        raise WorkspaceError(f"{LAYOUT_FILE} is not a valid workspace layout: {exc}") from None
+
+
+def _candidates(workspace: Workspace) -> list[str]:
+    return [
+        p
+        for p in workspace.text_files
+        if not p.rsplit("/", 1)[-1].lower().startswith("readme") and STATE_DIR not in p
+    ]
+
+
+def detect_layout(workspace: Workspace) -> Layout:
+    """The declared layout when there is one, else what the folders and names show."""
+    spec = declared_layout(workspace)
+    paths = _candidates(workspace)
+    warnings: list[str] = []
+    if spec is not None:
+        paths = [p for p in paths if p not in _glob(paths, spec.exclude)]
+        unit_paths = _glob(paths, spec.units)
+        canon = _glob(paths, spec.canon)
+        if spec.outline is not None and spec.outline not in paths:
+            warnings.append(f"the outline '{spec.outline}' named in {LAYOUT_FILE} does not exist")
+        outline = spec.outline if spec.outline in paths else None
+        units = [_unit_of(workspace, p, spec.numbering) for p in unit_paths if p not in canon]
+        taken: set[str | None] = {*unit_paths, *canon, outline}
+        return Layout(
+            "declared",
+            spec.unit,
+            _ordered(units, warnings, by_order=spec.numbering == "order"),
+            outline,
+            tuple(sorted(canon)),
+            tuple(p for p in paths if p not in taken),
+            tuple(warnings),
+        )
+    outline_paths = sorted(
+        (p for p in paths if _OUTLINE_NAME.search(p.rsplit("/", 1)[-1])),
+        key=lambda p: (p.count("/"), p),
+    )
+    outline = outline_paths[0] if outline_paths else None
+    found_canon: list[str] = []
+    found_units: list[str] = []
+    kinds: set[str] = set()
+    for path in paths:
+        if path in outline_paths:
+            continue
+        folders = [f.lower() for f in path.split("/")[:-1]]
+        name = path.rsplit("/", 1)[-1]
+        front = read_document(workspace.read_text(path)).front_matter
+        if _CANON_NAME.match(name) or any(f in _CANON_DIRS for f in folders):
+            found_canon.append(path)
+        elif (folder := next((f for f in reversed(folders) if f in _UNIT_DIRS), None)) or (
+            _UNIT_NAME.match(name)
+        ):
+            found_units.append(path)
+            named = _UNIT_NAME.match(name)
+            kind = _UNIT_DIRS.get(folder or "") or (
+                "chapter" if named and named.group(1).lower().startswith("ch") else "scene"
+            )
+            kinds.add(kind)
+        elif "scene" in front or "chapter" in front:
+            found_units.append(path)
+            kinds.add("scene" if "scene" in front else "chapter")
+        elif front.get("type", "").lower() in ("character", "location", "item", "canon"):
+            found_canon.append(path)
+    if len(outline_paths) > 1:
+        warnings.append(f"several outlines found; using '{outline}'")
+    units = [_unit_of(workspace, p, "filename") for p in found_units]
+    unit: UnitKind = "chapter" if kinds == {"chapter"} else "scene"
+    taken = {*found_units, *found_canon, *outline_paths}
+    return Layout(
+        "detected",
+        unit,
+        _ordered(units, warnings),
+        outline,
+        tuple(sorted(found_canon)),
+        tuple(p for p in paths if p not in taken),
+        tuple(warnings),
+    )
