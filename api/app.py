@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -239,7 +238,7 @@ def create_app(ctx: Context, token: str | None = None, *, execute: bool = True) 
         },
     )
     app.state.server = server
-    token = token if token is not None else os.environ.get(TOKEN_VAR) or None
+    token = token if token is not None else ctx.settings.api_token
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token)
     return app

@@ -339,6 +339,14 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
             for finding in evidence.get("findings") or evidence.get("conflicts") or []:
                 message = finding.get("message") if isinstance(finding, dict) else finding
                 print(f"    - {message or finding}")
+    # Where the results are: stderr, so stdout stays the run's one-line outcome for scripts.
+    workspace = ctx.workspace.root
+    print(f"recorded in {ctx.store.location()}", file=sys.stderr)
+    print(
+        f"see it: controlroom show {run.id} -w {workspace}  ·  every event: controlroom events "
+        f"{run.id} -w {workspace}",
+        file=sys.stderr,
+    )
 
 
 def _finish(ctx: Context, run: Run, as_json: bool) -> int:

@@ -8,7 +8,6 @@ read never stalls the other streams on the event loop.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -23,7 +22,6 @@ from controlroom.domain.events import EVENT_TYPES, parse_topic
 from controlroom.domain.run_events import TERMINAL_EVENTS
 from controlroom.eventstore.store import EventStore, Positioned
 
-PING_VAR = "CONTROLROOM_SSE_PING_S"
 #: How long a browser waits before reconnecting after the stream drops, in milliseconds.
 RETRY_MS = 2000
 #: Transient model output on the feeds; not a stored event type.
@@ -104,8 +102,7 @@ async def opened(feed: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield message
 
 
-def stream(feed: AsyncIterator[bytes]) -> EventSourceResponse:
-    ping = float(os.environ.get(PING_VAR, "15") or "15")
+def stream(feed: AsyncIterator[bytes], ping: float) -> EventSourceResponse:
     return EventSourceResponse(opened(feed), ping=ping)
 
 
@@ -127,7 +124,7 @@ def run_stream(server: Server, request: Request, run_id: str) -> EventSourceResp
         async for message in source:
             yield message
 
-    return stream(feed())
+    return stream(feed(), server.ctx.settings.sse_ping_s)
 
 
 def log_stream(server: Server, request: Request) -> EventSourceResponse:
@@ -143,4 +140,5 @@ def log_stream(server: Server, request: Request) -> EventSourceResponse:
     def wants_partials(partial_run: str) -> bool:
         return (run_id is None or partial_run == run_id) and (not types or PARTIAL in types)
 
-    return stream(follow(server, after, wanted, lambda _: False, wants_partials=wants_partials))
+    feed = follow(server, after, wanted, lambda _: False, wants_partials=wants_partials)
+    return stream(feed, server.ctx.settings.sse_ping_s)

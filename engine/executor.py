@@ -32,7 +32,7 @@ class Executor:
         self,
         ctx: Context,
         *,
-        max_concurrent: int = 32,
+        max_concurrent: int = 64,
         on_partial: PartialHook | None = None,
         offload: bool = True,
     ) -> None:

@@ -38,7 +38,8 @@ class Settings:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     #: Overrides every provider's own `timeout_s` for one agent call.
     agent_timeout_s: float | None = None
-    max_concurrent_runs: int = 32
+    #: Runs executing at once in one process: model calls are I/O-bound, so many overlap.
+    max_concurrent_runs: int = 64
     sse_ping_s: float = 15.0
     api_token: str | None = None
     #: How long a process's claim on a run holds without renewal; it renews at half.
@@ -68,7 +69,7 @@ class Settings:
             store=env.get(STORE_VAR, "").strip(),
             max_event_bytes=max_event_bytes(env.get(MAX_EVENT_BYTES_VAR)),
             agent_timeout_s=timeout or None,
-            max_concurrent_runs=int(number(MAX_RUNS_VAR, 32, 1)),
+            max_concurrent_runs=int(number(MAX_RUNS_VAR, 64, 1)),
             sse_ping_s=number(SSE_PING_VAR, 15.0, 0.1),
             api_token=env.get(TOKEN_VAR) or None,
             lease_s=number(LEASE_VAR, 30.0, 1.0),

@@ -14,6 +14,10 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 
+# Importing the event modules registers their stored names: a process that only reads
+# (an auditor, a projection) must know every bundled event type.
+from controlroom.domain import issue as _issue_events  # noqa: F401
+from controlroom.domain import run_events as _run_events  # noqa: F401
 from controlroom.domain.errors import PayloadTooLargeError
 from controlroom.domain.events import EVENT_TYPES, DomainEvent, parse_topic
 

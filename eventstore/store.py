@@ -195,6 +195,17 @@ class EventStore(Application[str]):
                 return
             cursor = notes[-1].id
 
+    def location(self) -> str:
+        """Where the log lives, for people: a file, a database (no password), or memory."""
+        if "SQLITE_DBNAME" in self.env:
+            return str(self.env["SQLITE_DBNAME"])
+        if "POSTGRES_DBNAME" in self.env:
+            return (
+                f"postgresql://{self.env.get('POSTGRES_USER')}@{self.env.get('POSTGRES_HOST')}:"
+                f"{self.env.get('POSTGRES_PORT')}/{self.env.get('POSTGRES_DBNAME')}"
+            )
+        return "process memory (CONTROLROOM_STORE=memory: gone when the process exits)"
+
     def max_position(self) -> int:
         return self.recorder.max_notification_id() or 0
 

@@ -9,7 +9,7 @@ from controlroom.engine.settings import Settings, SettingsError
 
 def test_defaults_need_no_environment() -> None:
     settings = Settings.from_env({})
-    assert settings.store == "" and settings.max_concurrent_runs == 32
+    assert settings.store == "" and settings.max_concurrent_runs == 64
     assert settings.agent_timeout_s is None and settings.api_token is None
 
 

@@ -1,0 +1,82 @@
+"""The main job, a DoD issue, queued runs and two workers: end to end on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from controlroom.domain.run_events import StepCompleted
+from controlroom.engine.context import Context
+from controlroom.engine.settings import Settings
+from tests.postgres import postgres_store_spec
+
+__all__ = ["postgres_store_spec"]  # a fixture, used by name
+pytestmark = pytest.mark.e2e
+CLI = str(Path(sys.executable).parent / "controlroom")
+
+
+def test_runs_issues_and_workers_on_postgresql(workspace: Path, postgres_store_spec: str) -> None:
+    env = {
+        **os.environ,
+        "CONTROLROOM_STORE": postgres_store_spec,
+        "CONTROLROOM_OFFLINE_LATENCY_MS": "50",
+    }
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CLI, *args, "-w", str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+
+    assert cli("run", "Draft scene 4 from the outline", "-q").returncode == 0
+    failed = cli("run", "check consistency of the scenes", "-q")
+    assert failed.returncode == 1 and "Kael's eyes" in failed.stdout
+    for _ in range(3):
+        assert cli("run", "Draft scene 4 from the outline", "--queue").returncode == 0
+    workers = [
+        subprocess.Popen(
+            [CLI, "worker", "-w", str(workspace), "--poll", "0.2"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline:
+            runs = json.loads(cli("runs", "--json").stdout)
+            if len(runs) == 5 and all(r["status"] != "running" for r in runs):
+                break
+            time.sleep(0.3)
+    finally:
+        for proc in workers:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+    assert sorted(r["status"] for r in runs) == ["done"] * 4 + ["failed"]
+    assert len(json.loads(cli("issues", "--json").stdout)) == 1
+    ctx = Context.open(workspace, settings=Settings.from_env(env))
+    try:
+        steps = Counter(
+            (p.event.originator_id, p.event.instance_id)
+            for p in ctx.store.read_log()
+            if isinstance(p.event, StepCompleted)
+        )
+    finally:
+        ctx.close()
+    assert set(steps.values()) == {1} and len(steps) == 4 * 8 + 4
+    for run in runs:
+        assert cli("replay", run["run_id"], "--verify").returncode == 0
