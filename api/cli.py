@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,11 +32,13 @@ from controlroom.domain.errors import (
     RunNotFoundError,
     RunStateError,
 )
+from controlroom.domain.events import DomainEvent
 from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.ports import owner_is_gone, process_owner
 from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.store import Positioned
 from controlroom.projections.models import RUN_STATUSES, RunDetail, RunSummary
 from controlroom.projections.views import Views
 from controlroom.recipes.catalog import RecipeCatalog
@@ -97,7 +100,7 @@ def _warn_about_recipes(catalog: RecipeCatalog) -> None:
 def _views(ctx: Context) -> Views:
     """The read models, caught up with everything recorded so far (policies react first,
     so an issue a run's last commit calls for is open before anything reads)."""
-    views = Views.for_store(ctx.store)
+    views = Views.for_store(ctx.store, ctx.workspace.root)
     Followers(ctx.store, views).catch_up()
     return views
 
@@ -244,7 +247,7 @@ def cmd_worker(ns: argparse.Namespace) -> int:
     from controlroom.engine.worker import Worker
 
     ctx = _open(ns)
-    views = Views.for_store(ctx.store)
+    views = Views.for_store(ctx.store, ctx.workspace.root)
     followers = Followers(ctx.store, views)
 
     def unfinished() -> list[str]:
@@ -307,7 +310,7 @@ def cmd_projections(ns: argparse.Namespace) -> int:
     `rebuild [NAME]`: empty one projection (or all) and replay the log into it."""
     ctx = _open(ns)
     counts: dict[str, int] = {}
-    with Views.for_store(ctx.store) as views:
+    with Views.for_store(ctx.store, ctx.workspace.root) as views:
         if ns.action == "rebuild":
             names = [views.get(ns.name).name] if ns.name else views.names()
             counts = {name: views.rebuild(name) for name in names}
@@ -382,17 +385,24 @@ def cmd_run(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return EXIT_NOT_ROUTABLE
-    if ns.queue:
+    if ns.queue and not ns.follow:
         if ns.json:
             _emit_json({"run_id": run.id, "status": "queued"})
         else:
             print(f"{run.id}: queued")
             print(
-                "a worker executes it: controlroom worker (follow it with: controlroom show "
-                f"{run.id})",
+                f"a worker executes it (controlroom worker); follow it: controlroom run {run.id}"
+                " --follow, or controlroom show RUN_ID",
                 file=sys.stderr,
             )
         return EXIT_DONE
+    if ns.queue:
+        try:
+            run = _follow(ctx, run.id, None if ns.quiet else ProgressPrinter())
+        except KeyboardInterrupt:
+            print(f"\nstopped following {run.id}; it stays queued or running", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return _finish(ctx, run, ns.json)
     try:
         run = asyncio.run(service.execute(run))
     except KeyboardInterrupt:
@@ -402,6 +412,21 @@ def cmd_run(ns: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     return _finish(ctx, run, ns.json)
+
+
+def _follow(ctx: Context, run_id: str, printer: Any) -> Run:
+    """Show a run's progress while another process (a worker) advances it, until it ends."""
+    version = 0
+    while True:
+        fresh = [e for e in ctx.store.events.get(run_id, gt=version) if isinstance(e, DomainEvent)]
+        if printer is not None and fresh:
+            printer(committed=[Positioned(0, e) for e in fresh], tracking=None)
+        if fresh:
+            version = fresh[-1].originator_version
+        run = RunService(ctx).load(run_id)
+        if run.is_finished:
+            return run
+        time.sleep(0.3)
 
 
 def cmd_resume(ns: argparse.Namespace) -> int:
@@ -694,6 +719,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
     p.add_argument(
         "--queue", action="store_true", help="record the run and leave it to `controlroom worker`"
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="with --queue: show its progress while a worker executes it, until it ends",
     )
     p.set_defaults(func=cmd_run)
 

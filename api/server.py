@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Sequence
+from typing import Any
 
-from eventsourcing.persistence import Tracking
+from eventsourcing.persistence import Subscription, Tracking
 
 from controlroom.api.hub import EventHub
 from controlroom.api.notify import LogNotifier
@@ -27,7 +29,7 @@ class Server:
     def __init__(self, ctx: Context, *, execute: bool = True) -> None:
         self.ctx = ctx
         self.service = RunService(ctx)
-        self.views = Views.for_store(ctx.store)
+        self.views = Views.for_store(ctx.store, ctx.workspace.root)
         self.followers = Followers(ctx.store, self.views)
         self.notifier = LogNotifier()
         self.hub: EventHub
@@ -37,6 +39,7 @@ class Server:
         self.execute = execute
         self._follower_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._subscription: Subscription[Any] | None = None
 
     def _on_commit(
         self, *, committed: Sequence[Positioned], tracking: Tracking | None, **future: object
@@ -64,9 +67,31 @@ class Server:
         if self.execute:
             await self.executor.start(unfinished)
         self._follower_task = asyncio.create_task(self._follow_forever())
+        self._listen_to_other_processes()
+
+    def _listen_to_other_processes(self) -> None:
+        """On PostgreSQL, commits by other processes (workers, other servers) wake the live
+        feeds at once through LISTEN/NOTIFY (the library's subscription); on SQLite the feeds
+        poll the log instead (every half second while idle)."""
+        recorder = self.ctx.store.recorder
+        if "POSTGRES_DBNAME" not in self.ctx.store.env:
+            return
+        subscription = recorder.subscribe(gt=self.ctx.store.max_position())
+        self._subscription = subscription
+        loop = self._loop
+        assert loop is not None
+
+        def listen() -> None:
+            with contextlib.suppress(Exception):  # ends when stopped (or the database goes)
+                for _ in subscription:
+                    loop.call_soon_threadsafe(self.notifier.notify)
+
+        threading.Thread(target=listen, name="controlroom-listen", daemon=True).start()
 
     async def stop(self) -> None:
         """Stop executing; unfinished runs stay resumable from their events."""
+        if self._subscription is not None:
+            self._subscription.stop()
         self.ctx.store.unobserve(self._on_commit)
         await self.hub.stop()
         await self.executor.stop()

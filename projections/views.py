@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from controlroom.domain.canonical import sha256_text
 from controlroom.eventstore.store import EventStore
 from controlroom.projections.base import Projection, Projections
 from controlroom.projections.issues import IssuesProjection
@@ -28,10 +29,23 @@ class Views(Projections):
         self.query = Queries(self.conn, self.lock)
 
     @classmethod
-    def for_store(cls, store: EventStore) -> Views:
+    def for_store(cls, store: EventStore, workspace: Path | None = None) -> Views:
+        """Beside a SQLite log: `views.sqlite`. For a PostgreSQL log, given the workspace: a
+        local views file named after that database, so each machine keeps its read models
+        caught up from the shared log (and two databases never share a file). Otherwise,
+        in memory."""
         dbname = store.env.get("SQLITE_DBNAME")
-        path = Path(dbname).with_name("views.sqlite") if dbname else None
-        return cls(store, path)
+        if dbname:
+            return cls(store, Path(dbname).with_name("views.sqlite"))
+        if workspace is not None and "POSTGRES_DBNAME" in store.env:
+            identity = "|".join(
+                store.env.get(key, "")
+                for key in ("POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_DBNAME", "POSTGRES_SCHEMA")
+            )
+            folder = workspace / ".control-room"
+            folder.mkdir(parents=True, exist_ok=True)
+            return cls(store, folder / f"views-pg-{sha256_text(identity)[:12]}.sqlite")
+        return cls(store, None)
 
     def dump(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every row of every view, ordered: for comparing a rebuild with the live views."""

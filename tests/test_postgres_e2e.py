@@ -80,3 +80,41 @@ def test_runs_issues_and_workers_on_postgresql(workspace: Path, postgres_store_s
     assert set(steps.values()) == {1} and len(steps) == 4 * 8 + 4
     for run in runs:
         assert cli("replay", run["run_id"], "--verify").returncode == 0
+
+
+def test_a_server_that_does_not_execute_streams_a_run_a_worker_executes(
+    workspace: Path, postgres_store_spec: str
+) -> None:
+    import httpx
+
+    from controlroom.api.app import create_app
+    from tests.live import read_sse, serve_app
+
+    env = {**os.environ, "CONTROLROOM_STORE": postgres_store_spec}
+    ctx = Context.open(workspace, settings=Settings.from_env(env))
+    proc = subprocess.Popen(
+        [CLI, "worker", "-w", str(workspace), "--poll", "0.2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        with (
+            serve_app(create_app(ctx, execute=False)) as base,
+            httpx.Client(base_url=base, timeout=30) as client,
+        ):
+            started = client.post("/api/runs", json={"task": "Draft scene 4 from the outline"})
+            assert started.status_code == 201 and started.json()["status"] == "queued"
+            run_id = started.json()["run_id"]
+            feed = read_sse(client, f"/api/runs/{run_id}/events")
+            stored = [m for m in feed if m["event"] != "partial"]
+            assert stored[0]["event"] == "RunStarted" and stored[-1]["event"] == "RunCompleted"
+            claims = [m["data"]["data"]["owner"] for m in stored if m["event"] == "RunClaimed"]
+            assert claims and all(owner.endswith(f":{proc.pid}") for owner in claims)
+            positions = [int(m["id"]) for m in stored]
+            assert positions == sorted(set(positions))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+        ctx.close()

@@ -122,3 +122,14 @@ def test_a_worker_stopped_with_sigterm_releases_what_it_cannot_finish(workspace:
         again.send_signal(signal.SIGTERM)
         again.communicate(timeout=30)
     assert statuses(workspace)[run_id] == "done"
+
+
+def test_a_queued_run_can_be_followed_while_a_worker_executes_it(workspace: Path) -> None:
+    proc = worker(workspace)
+    try:
+        followed = cli(workspace, "run", "Draft scene 4 from the outline", "--queue", "--follow")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert followed.returncode == 0, followed.stderr
+    assert "[8/8] phase B · critique" in followed.stderr and "done" in followed.stdout
