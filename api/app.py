@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from eventsourcing.persistence import MapperDeserialisationError
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -14,14 +17,27 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from controlroom.api import analytics, dashboard
 from controlroom.api.bodies import RouteBody, StartRunBody, read_body
-from controlroom.api.errors import HttpError, error_body, handle_domain_error, handle_http_error
+from controlroom.api.checkpointer import Checkpointer
+from controlroom.api.errors import (
+    STORE_ERRORS,
+    HttpError,
+    error_body,
+    handle_damaged_event,
+    handle_domain_error,
+    handle_http_error,
+    handle_store_error,
+)
+from controlroom.api.limits import LimitError, parse_position
 from controlroom.api.openapi import openapi_document
 from controlroom.api.server import Server
 from controlroom.api.sse import log_stream, run_stream
 from controlroom.domain.errors import ControlRoomError, RunNotFoundError
+from controlroom.domain.events import DomainEvent
 from controlroom.engine.context import Context
 from controlroom.engine.service import RunRequest
+from controlroom.eventstore.store import Damaged
 from controlroom.projections.audit import audit_trail
 from controlroom.projections.models import RUN_STATUSES, AuditTrail, RunDetail
 from controlroom.projections.queries import Queries
@@ -105,19 +121,57 @@ async def cancel_run(request: Request) -> JSONResponse:
     return JSONResponse({"run_id": run.id, "status": run.status.value})
 
 
+async def retry_run(request: Request) -> JSONResponse:
+    """Continue a failed run from the failed step, or from `{"from": STEP_ID}`."""
+    run_id = request.path_params["run_id"]
+    _run_view(request)  # 404 before anything else
+    raw = await request.body()
+    try:
+        body = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        raise HttpError(400, "bad_json", "the body is not valid JSON", "body") from None
+    from_step = body.get("from") if isinstance(body, dict) else None
+    if from_step is not None and not isinstance(from_step, str):
+        raise HttpError(400, "bad_field", "from must be a step id", "from")
+    server = _server(request)
+    owner = server.executor.owner if server.execute else None
+    run = await asyncio.to_thread(server.service.retry, run_id, from_step, owner)
+    if server.execute:
+        server.executor.spawn(run.id, run)
+    status = run.status.value if server.execute else "queued"
+    step = run.current.instance_id if run.current is not None else None
+    return JSONResponse({"run_id": run.id, "status": status, "from": step})
+
+
+def get_request(request: Request) -> JSONResponse:
+    """The exact request an agent step sent: `/api/runs/{id}/requests/{step or sha256:ref}`."""
+    server = _server(request)
+    return JSONResponse(
+        server.service.recorded_request(request.path_params["run_id"], request.path_params["ref"])
+    )
+
+
 def get_audit(request: Request) -> JSONResponse:
     """The audit path folds the run's own events, never the projections."""
     run_id = request.path_params["run_id"]
-    events = _server(request).ctx.store.stream(run_id)
-    if not events:
+    records = _server(request).ctx.store.stream_records(run_id)
+    if not records:
         raise RunNotFoundError(run_id)
+    damaged = [r for r in records if isinstance(r, Damaged)]
+    if damaged:
+        raise HttpError(422, "damaged", f"the run's events cannot all be read: {damaged[0]}")
+    events = [r for r in records if isinstance(r, DomainEvent)]
     at = request.query_params.get("at")
     if at is None:
         return _json(AuditTrail.model_validate({"run_id": run_id, "events": audit_trail(events)}))
     last = events[-1].originator_version
-    if not at.isdigit() or not 1 <= int(at) <= last:
+    try:
+        version = parse_position(at, "at")
+    except LimitError:
+        version = 0
+    if not 1 <= version <= last:
         raise HttpError(400, "bad_version", f"at must be a version from 1 to {last}", "at")
-    return _json(RunDetail.model_validate(build_run_view(events, int(at)).consolidated()))
+    return _json(RunDetail.model_validate(build_run_view(events, version).consolidated()))
 
 
 async def run_events(request: Request) -> Any:
@@ -165,7 +219,7 @@ async def route_task(request: Request) -> JSONResponse:
 
 
 async def openapi(request: Request) -> JSONResponse:
-    return JSONResponse(openapi_document())
+    return JSONResponse(dashboard.with_dashboard_paths(openapi_document()))
 
 
 ROUTES = [
@@ -175,6 +229,8 @@ ROUTES = [
     Route("/api/runs/{run_id}/steps", get_steps, methods=["GET"]),
     Route("/api/runs/{run_id}/cache/{slot}", get_slot, methods=["GET"]),
     Route("/api/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/retry", retry_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/requests/{ref}", get_request, methods=["GET"]),
     Route("/api/runs/{run_id}/audit", get_audit, methods=["GET"]),
     Route("/api/runs/{run_id}/events", run_events, methods=["GET"]),
     Route("/api/events", all_events, methods=["GET"]),
@@ -183,7 +239,11 @@ ROUTES = [
     Route("/api/recipes", list_recipes, methods=["GET"]),
     Route("/api/recipes/{recipe_id}", get_recipe, methods=["GET"]),
     Route("/api/route", route_task, methods=["POST"]),
+    Route("/api/analytics/reports", analytics.list_reports, methods=["GET"]),
+    Route("/api/analytics/reports/{name}", analytics.get_report, methods=["GET"]),
+    Route("/api/analytics/query", analytics.post_query, methods=["POST"]),
     Route("/openapi.json", openapi, methods=["GET"]),
+    *dashboard.API_ROUTES,
 ]
 
 
@@ -194,7 +254,7 @@ class BearerTokenMiddleware:
         self.app, self.token = app, token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not dashboard.is_public(scope):
             header = dict(scope["headers"]).get(b"authorization", b"")
             scheme, _, given = header.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(given, self.token):
@@ -211,28 +271,48 @@ class BearerTokenMiddleware:
 async def not_found(request: Request, exc: Exception) -> JSONResponse:
     detail = getattr(exc, "detail", "not found")
     code = getattr(exc, "status_code", 404)
+    headers = dict(getattr(exc, "headers", None) or {})
+    if code == 405:
+        # Every method the path answers: one path may be served by several routes (GET
+        # and POST /api/runs), and Starlette names only the first route's.
+        allowed = {
+            method
+            for route in request.app.routes
+            if isinstance(route, Route) and route.path_regex.match(request.url.path)
+            for method in route.methods or ()
+        }
+        headers["Allow"] = ", ".join(sorted(allowed))
     return JSONResponse(
-        error_body("not_found" if code == 404 else "http_error", str(detail)), status_code=code
+        error_body("not_found" if code == 404 else "http_error", str(detail)),
+        status_code=code,
+        headers=headers,
     )
 
 
 def create_app(ctx: Context, token: str | None = None, *, execute: bool = True) -> Starlette:
     server = Server(ctx, execute=execute)
+    checkpointer = Checkpointer.from_settings(ctx)  # a bad key is refused before serving
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await server.start()
+        if checkpointer is not None:
+            checkpointer.start()
         try:
             yield
         finally:
+            if checkpointer is not None:
+                await checkpointer.stop()
             await server.stop()
 
     app = Starlette(
-        routes=ROUTES,
+        routes=[*ROUTES, *dashboard.PAGE_ROUTES],
         lifespan=lifespan,
         exception_handlers={
             HttpError: handle_http_error,
             ControlRoomError: handle_domain_error,
+            **dict.fromkeys(STORE_ERRORS, handle_store_error),
+            MapperDeserialisationError: handle_damaged_event,
             404: not_found,
             405: not_found,
         },
@@ -241,4 +321,5 @@ def create_app(ctx: Context, token: str | None = None, *, execute: bool = True) 
     token = token if token is not None else ctx.settings.api_token
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token)
+    app.add_middleware(dashboard.PageHeadersMiddleware)
     return app

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+import orjson
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from starlette.requests import Request
 
 from controlroom.api.errors import HttpError
+from controlroom.api.limits import MAX_ID, MAX_TEXT, LimitError, check_args, check_text
 
 MAX_BODY_BYTES = 1024 * 1024
 B = TypeVar("B", bound=BaseModel)
@@ -18,12 +27,25 @@ class StartRunBody(BaseModel):
     """Start a run: a recipe id (appendix D), or a task description for the router."""
 
     model_config = ConfigDict(extra="forbid")
-    recipe_id: str | None = Field(default=None, min_length=1)
+    recipe_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
     task: str | None = Field(
-        default=None, min_length=1, description="task description; routed when recipe_id is absent"
+        default=None,
+        min_length=1,
+        max_length=MAX_TEXT,
+        description="task description; routed when recipe_id is absent",
     )
-    args: dict[str, JsonValue] = Field(default_factory=dict)
-    session_id: str | None = None
+    args: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="recipe arguments: JSON values nested at most 32 levels, no NUL characters",
+    )
+    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
+
+    @field_validator("recipe_id", "task", "session_id")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("contains a NUL character")
+        return value
 
     @model_validator(mode="after")
     def _needs_recipe_or_task(self) -> StartRunBody:
@@ -34,12 +56,18 @@ class StartRunBody(BaseModel):
 
 class RouteBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    task: str = Field(min_length=1)
+    task: str = Field(min_length=1, max_length=MAX_TEXT)
+
+    @field_validator("task")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        return check_text(value, "task")
 
 
 async def read_body(request: Request, model: type[B]) -> B:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    too_large = declared is not None and declared.isascii() and declared.isdigit()
+    if too_large and int(declared or 0) > MAX_BODY_BYTES:
         raise HttpError(413, "body_too_large", f"request body over {MAX_BODY_BYTES} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -49,9 +77,17 @@ async def read_body(request: Request, model: type[B]) -> B:
         chunks.append(chunk)
     raw = b"".join(chunks)
     try:
-        data: Any = json.loads(raw or b"null")
-    except ValueError as exc:
+        # orjson, not json: it refuses nesting past 1024 levels with an error instead of
+        # exhausting the interpreter's stack (a RecursionError, so a 500).
+        data: Any = orjson.loads(raw or b"null")
+    except orjson.JSONDecodeError as exc:
         raise HttpError(400, "malformed_json", f"request body is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("args"), dict):
+        # Before pydantic sees it: its own limits are deeper than what reads back safely.
+        try:
+            check_args(data["args"])
+        except LimitError as exc:
+            raise HttpError(400, "limit_exceeded", exc.reason, exc.field) from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -2,9 +2,10 @@
 
 Exit codes: 0 done · 1 failed · 3 not routable (needs scoping) · 20 interrupted or
 cancelled (an interrupted run is resumable) · 64 bad input · 69 serve cannot listen on
-its address (port in use, not permitted) · 75 another process advanced the run · 141 the
-reader of the output went away (`| head`): output stops quietly, as for any tool a
-shell reports stopped by SIGPIPE.
+its address (port in use, not permitted) · 74 the store cannot be read or written (disk
+full, read-only, locked, unreachable; nothing recorded is lost, resume once fixed) · 75
+another process advanced the run · 141 the reader of the output went away (`| head`):
+output stops quietly, as for any tool a shell reports stopped by SIGPIPE.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
+from controlroom.api.faults import EXIT_STORE_FAULT, store_fault
 from controlroom.domain.errors import (
     BadInputError,
     ControlRoomError,
@@ -65,16 +67,21 @@ def _emit_json(value: Any) -> None:
 
 def _parse_args_kv(pairs: list[str]) -> dict[str, Any]:
     """`KEY=VALUE`; a VALUE that parses as JSON (a list, a number) is taken as JSON."""
+    import orjson
+
+    from controlroom.api.limits import check_args
+
     args: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise BadInputError(f"--arg '{pair}' is not KEY=VALUE")
+            raise BadInputError(f"--arg '{pair[:80]}' is not KEY=VALUE")
         try:
-            args[key.strip()] = json.loads(value)
-        except ValueError:
+            # orjson refuses nesting past 1024 levels instead of overflowing the stack.
+            args[key.strip()] = orjson.loads(value)
+        except orjson.JSONDecodeError:
             args[key.strip()] = value
-    return args
+    return check_args(args, "--arg")
 
 
 def _open(ns: argparse.Namespace) -> Context:
@@ -111,6 +118,19 @@ def cmd_replay(ns: argparse.Namespace) -> int:
     from controlroom.projections.audit import replay, verify
 
     ctx = _open(ns)
+    if ns.checkpoint and not ns.verify:
+        raise BadInputError("--checkpoint goes with --verify")
+    if ns.checkpoint:
+        # First, and even for a run that is gone: its removal is what the checkpoint shows.
+        from controlroom.api.audit_cli import print_report, trusted_key
+        from controlroom.projections import checkpoints
+
+        checkpoint = checkpoints.read(Path(ns.checkpoint))
+        report = checkpoints.verify(
+            ctx.store, checkpoint, trusted=trusted_key(ctx), run_id=ns.run_id
+        )
+        if print_report(report, False, what=ns.run_id) != EXIT_DONE:
+            return EXIT_FAILED
     # Existence from the raw records: a tampered stream must still be verifiable.
     last = ctx.store.recorder.select_events(ns.run_id, desc=True, limit=1)
     if not last:
@@ -130,6 +150,14 @@ def cmd_replay(ns: argparse.Namespace) -> int:
             )
             return EXIT_FAILED
         print(f"verified: {ns.run_id} hash chain intact", file=sys.stderr)
+        if not ns.checkpoint:
+            print(
+                "note: without a checkpoint this cannot prove that no events were removed "
+                "from the run's end, or that it was not rewritten with every hash after the "
+                "change recomputed; take one with `controlroom audit checkpoint` and verify "
+                "with --checkpoint FILE",
+                file=sys.stderr,
+            )
     try:
         view = replay(ctx.store, ns.run_id, ns.at).consolidated()
     except (MapperDeserialisationError, KeyError) as exc:
@@ -141,6 +169,13 @@ def cmd_replay(ns: argparse.Namespace) -> int:
         return EXIT_FAILED
     _emit_json(view)
     return EXIT_DONE
+
+
+def cmd_audit(ns: argparse.Namespace) -> int:
+    """Signed checkpoints of the log, and verification against one (api/audit_cli.py)."""
+    from controlroom.api.audit_cli import run_audit
+
+    return run_audit(_open(ns), ns)
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
@@ -200,8 +235,9 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     import uvicorn
 
     from controlroom.api.app import TOKEN_VAR, create_app
+    from controlroom.engine.settings import Settings
 
-    token = os.environ.get(TOKEN_VAR) or None
+    token = Settings.from_env().api_token  # a blank or short token is refused here (64)
     if ns.host not in LOOPBACK and not token and not ns.insecure:
         raise BadInputError(
             f"refusing to listen on {ns.host} without {TOKEN_VAR}; set a token, or pass "
@@ -305,6 +341,23 @@ def _port(raw: str) -> int:
     return int(raw)
 
 
+def _count(raw: str) -> int:
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 5 and 1 <= int(text) <= 10_000):
+        raise argparse.ArgumentTypeError(f"'{raw[:40]}' is not a count from 1 to 10000")
+    return int(text)
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"'{raw[:40]}' is not a number of seconds (0-86400)")
+    return value
+
+
 def cmd_projections(ns: argparse.Namespace) -> int:
     """`status`: each projection's position, the log's head, the lag between them.
     `rebuild [NAME]`: empty one projection (or all) and replay the log into it."""
@@ -329,6 +382,15 @@ def cmd_projections(ns: argparse.Namespace) -> int:
         for s in statuses:
             print(f"{s.name:<12} {s.position:>9} {s.head:>9} {s.lag:>9}")
     return EXIT_DONE
+
+
+def cmd_analytics(ns: argparse.Namespace) -> int:
+    """SQL, reports, a shell and Parquet exports over the DuckDB analytics projection."""
+    from controlroom.api.analytics_cli import run_analytics
+
+    ctx = _open(ns)
+    Followers(ctx.store).catch_up()  # policies first: their events are history too
+    return run_analytics(ctx, ns)
 
 
 def _print_run_summary(run: Run, ctx: Context) -> None:
@@ -362,8 +424,14 @@ def _finish(ctx: Context, run: Run, as_json: bool) -> int:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
+    from controlroom.api.limits import check_id, check_text
     from controlroom.api.progress import ProgressPrinter
 
+    check_text(ns.task, "TASK")
+    if ns.description is not None:
+        check_text(ns.description, "--description")
+    if ns.session is not None:
+        check_id(ns.session, "--session")
     ctx = _open(ns)
     service = RunService(ctx)
     request = RunRequest(
@@ -430,6 +498,8 @@ def _follow(ctx: Context, run_id: str, printer: Any) -> Run:
 
 
 def cmd_resume(ns: argparse.Namespace) -> int:
+    from eventsourcing.persistence import MapperDeserialisationError
+
     from controlroom.api.progress import ProgressPrinter
 
     ctx = _open(ns)
@@ -442,18 +512,17 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         return EXIT_DONE
     worst = EXIT_DONE
     for run_id in run_ids:
-        printer = (
-            None if ns.quiet else ProgressPrinter(total_steps=service.load(run_id).total_steps)
-        )
-        if printer:
-            ctx.store.observe(printer)
+        printer = None
         try:
+            if not ns.quiet:
+                printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)
+                ctx.store.observe(printer)
             run = asyncio.run(service.resume(run_id, owner=process_owner()))
         except KeyboardInterrupt:
             print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
             return EXIT_INTERRUPTED
-        except ControlRoomError as exc:
-            if ns.run_id:
+        except (ControlRoomError, MapperDeserialisationError) as exc:
+            if ns.run_id and isinstance(exc, ControlRoomError):
                 raise
             # Resuming every unfinished run: one that cannot be resumed (another live
             # process holds it, its events are damaged) is reported, and the rest go on.
@@ -468,6 +537,31 @@ def cmd_resume(ns: argparse.Namespace) -> int:
     return worst
 
 
+def cmd_retry(ns: argparse.Namespace) -> int:
+    """Continue a failed run from the step that failed, or from an earlier one (`--from`).
+
+    A transport fault (429, 5xx, a dropped connection) is retried by the engine itself; an
+    agent failure (no valid reply after its contract's retries, a deadline passed) halts
+    the run, and this is how the user decides to go on."""
+    from controlroom.api.progress import ProgressPrinter
+
+    ctx = _open(ns)
+    service = RunService(ctx)
+    run = service.retry(ns.run_id, ns.from_step, owner=process_owner())
+    printer = None if ns.quiet else ProgressPrinter(total_steps=run.total_steps)
+    if printer:
+        ctx.store.observe(printer)
+    try:
+        run = asyncio.run(service.execute(run))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {run.id} is resumable", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if printer:
+            ctx.store.unobserve(printer)
+    return _finish(ctx, run, ns.json)
+
+
 def cmd_cancel(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
     run = RunService(ctx).cancel(ns.run_id, ns.reason)
@@ -478,9 +572,26 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
+def _print_request(recorded: dict[str, Any]) -> None:
+    """The exact request a model was sent: each message in full, then the parameters."""
+    body = dict(recorded["body"])
+    print(f"{recorded['ref']}  {recorded['provider']}/{recorded['model']}")
+    messages = list(body.pop("messages", []))
+    if "system" in body:
+        messages.insert(0, {"role": "system", "content": body.pop("system")})
+    for message in messages:
+        print(f"\n--- {message['role']} ---\n{message['content']}")
+    body.pop("model", None)
+    print("\n--- parameters ---\n" + json.dumps(body, indent=2, ensure_ascii=False))
+
+
 def cmd_show(ns: argparse.Namespace) -> int:
     """The same view as `GET /api/runs/{id}`: the runs projection, caught up."""
     ctx = _open(ns)
+    if ns.request:
+        recorded = RunService(ctx).recorded_request(ns.run_id, ns.request)
+        _emit_json(recorded) if ns.json else _print_request(recorded)
+        return EXIT_DONE
     with _views(ctx) as views:
         view = views.query.run(ns.run_id)
     if ns.json:
@@ -555,11 +666,20 @@ def cmd_events(ns: argparse.Namespace) -> int:
     # Existence from the raw records: the events of a damaged run must still be listable.
     if not ctx.store.recorder.select_events(ns.run_id, limit=1):
         raise RunNotFoundError(ns.run_id)
-    events = ctx.store.stream(ns.run_id)
+    from controlroom.eventstore.store import Damaged
+
+    # A record that cannot be decoded is listed as damaged in its place; the rest still show.
+    records = ctx.store.stream_records(ns.run_id)
     if ns.json:
         _emit_json(
             [
                 {
+                    "version": e.originator_version,
+                    "type": e.topic,
+                    "damaged": e.reason,
+                }
+                if isinstance(e, Damaged)
+                else {
                     "version": e.originator_version,
                     "type": e.type_name,
                     "timestamp": e.timestamp.isoformat(),
@@ -567,11 +687,14 @@ def cmd_events(ns: argparse.Namespace) -> int:
                     "event_hash": e.event_hash,
                     "data": e.payload(),
                 }
-                for e in events
+                for e in records
             ]
         )
         return EXIT_DONE
-    for e in events:
+    for e in records:
+        if isinstance(e, Damaged):
+            print(f"{e.originator_version:>4}  DAMAGED ({e.topic}): {e.reason[:120]}")
+            continue
         detail = json.dumps(e.payload(), ensure_ascii=False, default=str)
         print(
             f"{e.originator_version:>4}  {e.timestamp.isoformat()}  {e.type_name:<15} {detail[:90]}"
@@ -728,15 +851,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("worker", parents=[common], help="execute queued and abandoned runs")
-    p.add_argument("--concurrency", type=int, default=8, help="runs executed at once (default 8)")
-    p.add_argument("--poll", type=float, default=0.5, help="seconds between looks for work")
-    p.add_argument("--grace", type=float, default=30.0, help="seconds to finish steps on SIGTERM")
+    p.add_argument(
+        "--concurrency", type=_count, default=8, help="runs executed at once, 1-10000 (default 8)"
+    )
+    p.add_argument("--poll", type=_seconds, default=0.5, help="seconds between looks for work")
+    p.add_argument(
+        "--grace", type=_seconds, default=30.0, help="seconds to finish steps on SIGTERM"
+    )
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("resume", parents=[common], help="continue unfinished runs")
     p.add_argument("run_id", nargs="?")
     p.add_argument("--quiet", "-q", action="store_true")
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("retry", parents=[common], help="continue a failed run from a step")
+    p.add_argument("run_id")
+    p.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="STEP_ID",
+        help="the step to run again (default: the step that failed; or an earlier one)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_retry)
 
     p = sub.add_parser("cancel", parents=[common], help="cancel a running run")
     p.add_argument("run_id")
@@ -745,6 +883,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], help="the consolidated view of a run")
     p.add_argument("run_id")
+    p.add_argument(
+        "--request",
+        metavar="STEP_OR_REF",
+        help="show the exact request an agent step sent (system, user, parameters)",
+    )
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("runs", parents=[common], help="list runs")
@@ -769,7 +912,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id")
     p.add_argument("--at", type=int, metavar="VERSION", help="the view as of this version")
     p.add_argument("--verify", action="store_true", help="check the hash chain first")
+    p.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="with --verify: prove the run against a signed checkpoint (audit checkpoint)",
+    )
     p.set_defaults(func=cmd_replay)
+
+    from controlroom.api.audit_cli import add_parser as add_audit_parser
+
+    add_audit_parser(sub, common).set_defaults(func=cmd_audit)
 
     p = sub.add_parser("export", parents=[common], help="write run.json, steps.jsonl, cache.json")
     p.add_argument("run_id")
@@ -809,6 +961,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["check"])
     p.set_defaults(func=cmd_workspace)
 
+    p = sub.add_parser(
+        "analytics", parents=[common], help="SQL over the whole history (DuckDB), reports"
+    )
+    p.add_argument("what", help="a SELECT, or: report [NAME], shell, export, status, rebuild")
+    p.add_argument("name", nargs="?", help="the report's name (report)")
+    p.add_argument("--csv", action="store_true", help="rows as CSV")
+    p.add_argument("--parquet", metavar="DIR", help="export every table and view to DIR")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per query (default 10)")
+    p.add_argument("--max-rows", type=int, default=10_000, help="rows shown (default 10000)")
+    p.set_defaults(func=cmd_analytics)
+
     p = sub.add_parser("issues", parents=[common], help="issues opened by runs")
     p.add_argument("--run", help="only this run's issues")
     p.set_defaults(func=cmd_issues)
@@ -842,6 +1005,10 @@ def _output_closed() -> int:
 def _main(argv: list[str] | None) -> int:
     ns = build_parser().parse_args(argv)
     try:
+        if getattr(ns, "run_id", None):
+            from controlroom.api.limits import check_id
+
+            check_id(ns.run_id, "RUN_ID")
         code: int = ns.func(ns)
     except (BadInputError, RunStateError) as exc:
         print(f"controlroom: error: {exc}", file=sys.stderr)
@@ -850,8 +1017,22 @@ def _main(argv: list[str] | None) -> int:
         print(f"controlroom: error: {exc}", file=sys.stderr)
         return EXIT_CONFLICT
     except ControlRoomError as exc:
-        print(f"controlroom: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        fault = store_fault(exc)
+        print(f"controlroom: error: {fault or exc}", file=sys.stderr)
+        return EXIT_STORE_FAULT if fault else EXIT_FAILED
+    except Exception as exc:
+        if type(exc).__name__ == "MapperDeserialisationError":
+            print(
+                f"controlroom: error: the run's stored events cannot be read ({exc}); "
+                "locate the damage with `controlroom replay RUN_ID --verify`",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        fault = store_fault(exc)  # disk full, read-only, locked: words, not a traceback
+        if fault is None:
+            raise
+        print(f"controlroom: error: {fault}", file=sys.stderr)
+        return EXIT_STORE_FAULT
     return code
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+from eventsourcing.persistence import PersistenceError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from controlroom.api.faults import RETRY_AFTER_S, StoreFault, store_fault
+from controlroom.api.limits import LimitError
 from controlroom.domain.errors import (
     BadInputError,
     ControlRoomError,
@@ -20,9 +25,17 @@ from controlroom.domain.errors import (
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.field = status, code, message, field
+        self.headers = headers
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, object]:
@@ -34,6 +47,11 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, o
 
 def to_http(exc: ControlRoomError) -> HttpError:
     message = str(exc)
+    fault = store_fault(exc)
+    if fault is not None:
+        return unavailable(fault)
+    if isinstance(exc, LimitError):
+        return HttpError(400, "limit_exceeded", exc.reason, exc.field)
     if isinstance(exc, UnknownRecipeError):
         return HttpError(400, "unknown_recipe", message, "recipe_id")
     if isinstance(exc, MissingArgsError):
@@ -53,12 +71,40 @@ def to_http(exc: ControlRoomError) -> HttpError:
     return HttpError(500, "internal", message)
 
 
+def unavailable(fault: StoreFault) -> HttpError:
+    """503: the store cannot be used just now; the client may try again after a while."""
+    return HttpError(503, fault.kind, str(fault), headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+def _response(http: HttpError) -> JSONResponse:
+    body = error_body(http.code, http.message, http.field)
+    return JSONResponse(body, status_code=http.status, headers=http.headers)
+
+
 async def handle_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HttpError)
-    return JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.status)
+    return _response(exc)
 
 
 async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ControlRoomError)
-    http = to_http(exc)
-    return JSONResponse(error_body(http.code, http.message, http.field), status_code=http.status)
+    return _response(to_http(exc))
+
+
+async def handle_store_error(request: Request, exc: Exception) -> JSONResponse:
+    """A driver's error from the store (disk full, read-only, locked): 503, never a 500."""
+    fault = store_fault(exc)
+    if fault is None:
+        raise exc
+    return _response(unavailable(fault))
+
+
+async def handle_damaged_event(request: Request, exc: Exception) -> JSONResponse:
+    """A run whose stored events cannot be decoded: its own operations answer 422 and say
+    so; every other run is unaffected."""
+    message = f"the run's stored events cannot be read: {' '.join(str(exc).split())[:300]}"
+    return _response(HttpError(422, "damaged", message))
+
+
+#: The driver errors `handle_store_error` answers, for the app's exception handlers.
+STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, PersistenceError)

@@ -13,7 +13,8 @@ Every function here blocks on the database: the server calls them in a worker th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from eventsourcing.persistence import Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder
@@ -24,10 +25,20 @@ from controlroom.eventstore.store import EventStore, Positioned
 PAGE = 500
 
 
-def log_page(store: EventStore, after: int, limit: int = PAGE) -> list[Positioned]:
-    """Up to `limit` events of the global log after position `after`."""
+@dataclass(frozen=True)
+class Page:
+    """The readable events of one bounded read, and how far the read went: a damaged
+    record is skipped (the store reports it), yet the cursor moves past it."""
+
+    items: list[Positioned]
+    last: int  # the last position read, readable or not; `after` when nothing was
+    full: bool  # the read returned its limit: there may be more
+
+
+def log_page(store: EventStore, after: int, limit: int = PAGE) -> Page:
+    """Up to `limit` records of the global log after position `after`."""
     notes = store.recorder.select_notifications(start=after, limit=limit, inclusive_of_start=False)
-    return [_positioned(store, note) for note in notes]
+    return _page(store, notes, after, limit)
 
 
 def stream_page(
@@ -53,7 +64,7 @@ def stream_page(
             )
             for row in rows
         ]
-        return [_positioned(store, note) for note in notes]
+        return _page(store, notes, after, limit).items
     found: list[Positioned] = []
     for item in store.read_log(after=after):
         if item.event.originator_id == aggregate_id:
@@ -75,7 +86,10 @@ def read_stream(
         after = page[-1].position
 
 
-def _positioned(store: EventStore, note: Notification) -> Positioned:
-    event = store.mapper.to_domain_event(note)
-    assert isinstance(event, DomainEvent)
-    return Positioned(note.id, event)
+def _page(store: EventStore, notes: Sequence[Notification], after: int, limit: int) -> Page:
+    items = []
+    for note in notes:
+        event = store.decode(note, note.id)
+        if isinstance(event, DomainEvent):
+            items.append(Positioned(note.id, event))
+    return Page(items, notes[-1].id if notes else after, len(notes) >= limit)

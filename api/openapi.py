@@ -11,9 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from controlroom.api.analytics import AnalyticsQueryBody, ReportSummary
 from controlroom.api.bodies import RouteBody, StartRunBody
+from controlroom.api.openapi_links import make_fuzzable
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.run_events import RoutingDecision
+from controlroom.projections.analytics_query import AnalyticsResult
+from controlroom.projections.analytics_sql import REPORTS
 from controlroom.projections.models import (
     RUN_STATUSES,
     AuditTrail,
@@ -27,6 +31,7 @@ from controlroom.projections.models import (
 )
 
 _REF = "#/components/schemas/{model}"
+_MAX = 2**63 - 1  # positions and versions are signed 64-bit integers
 
 
 class _Components:
@@ -60,7 +65,7 @@ _RUN_ID = _param("run_id", "path", {"type": "string"})
 _AFTER = _param(
     "after",
     "query",
-    {"type": "integer", "minimum": 0},
+    {"type": "integer", "minimum": 0, "maximum": _MAX},
     description="resume strictly after this position (or send Last-Event-ID)",
 )
 
@@ -76,12 +81,14 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "not found",
         409: "conflicts with the run's state",
         413: "body too large",
+        422: "the run's stored events are damaged",
+        503: "the store is unavailable (disk full, read-only, locked); see Retry-After",
     }
     return {str(c): _json(_ERROR, text[c]) for c in codes}
 
 
 def _op(summary: str, ok: dict[str, Any], *errors: int, **extra: Any) -> dict[str, Any]:
-    return {"summary": summary, "responses": {**ok, **_errors(401, *errors)}, **extra}
+    return {"summary": summary, "responses": {**ok, **_errors(401, *errors, 503)}, **extra}
 
 
 def _body(name: str) -> dict[str, Any]:
@@ -163,6 +170,71 @@ def openapi_document() -> dict[str, Any]:
                 parameters=[_RUN_ID],
             )
         },
+        "/api/runs/{run_id}/retry": {
+            "post": _op(
+                "Continue a failed run from the failed step, or from an earlier one",
+                {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "run_id": {"type": "string"},
+                                "status": {"type": "string"},
+                                "from": {"type": ["string", "null"]},
+                            },
+                        },
+                        "reopened (RunRetried recorded); `from` is the step instance run next",
+                    )
+                },
+                400,
+                404,
+                409,
+                parameters=[_RUN_ID],
+                requestBody={
+                    "required": False,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"from": {"type": "string"}},
+                                "additionalProperties": False,
+                            }
+                        }
+                    },
+                },
+            )
+        },
+        "/api/runs/{run_id}/requests/{ref}": {
+            "get": _op(
+                "The exact request an agent step sent to its model",
+                {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "run_id": {"type": "string"},
+                                "step_id": {"type": ["string", "null"]},
+                                "ref": {"type": "string"},
+                                "provider": {"type": "string"},
+                                "model": {"type": "string"},
+                                "body": {
+                                    "type": "object",
+                                    "additionalProperties": True,
+                                    "description": "the JSON body as the provider sent it",
+                                },
+                            },
+                        },
+                        "ref, provider, model and the body as sent (no key)",
+                    )
+                },
+                400,
+                404,
+                parameters=[
+                    _RUN_ID,
+                    _param("ref", "path", {"type": "string"}, description="a step id or sha256:"),
+                ],
+            )
+        },
         "/api/runs/{run_id}/audit": {
             "get": _op(
                 "Events with hashes, or the view at a version",
@@ -174,9 +246,10 @@ def openapi_document() -> dict[str, Any]:
                 },
                 400,
                 404,
+                422,
                 parameters=[
                     _RUN_ID,
-                    _param("at", "query", {"type": "integer", "minimum": 1}),
+                    _param("at", "query", {"type": "integer", "minimum": 1, "maximum": _MAX}),
                 ],
             )
         },
@@ -232,6 +305,33 @@ def openapi_document() -> dict[str, Any]:
                 parameters=[_param("recipe_id", "path", {"type": "string"})],
             )
         },
+        "/api/analytics/reports": {
+            "get": _op(
+                "List the built-in analytics reports",
+                {"200": _json(models.array(ReportSummary), "reports")},
+            )
+        },
+        "/api/analytics/reports/{name}": {
+            "get": _op(
+                "Run a built-in analytics report",
+                {"200": _json(models.ref(AnalyticsResult), "the report's rows")},
+                400,
+                404,
+                parameters=[
+                    _param("name", "path", {"type": "string", "enum": list(REPORTS)}),
+                    _param("max_rows", "query", {"type": "integer", "minimum": 1}),
+                ],
+            )
+        },
+        "/api/analytics/query": {
+            "post": _op(
+                "Run one read-only SQL SELECT over the analytics tables and views",
+                {"200": _json(models.ref(AnalyticsResult), "the query's rows")},
+                400,
+                413,
+                requestBody=_body("AnalyticsQueryBody"),
+            )
+        },
         "/api/route": {
             "post": _op(
                 "Route a task description to a recipe",
@@ -244,6 +344,7 @@ def openapi_document() -> dict[str, Any]:
     }
     models.ref(StartRunBody)
     models.ref(RouteBody)
+    models.ref(AnalyticsQueryBody)
     schemas = {
         **models.schemas,
         "Error": {
@@ -262,17 +363,19 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Control Room",
-            "version": "0.1.0",
-            "description": "Durable, auditable multi-agent runs on an event store.",
-        },
-        "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
-        "security": [{"bearer": []}, {}],
-    }
+    return make_fuzzable(
+        {
+            "openapi": "3.1.0",
+            "info": {
+                "title": "Control Room",
+                "version": "0.1.0",
+                "description": "Durable, auditable multi-agent runs on an event store.",
+            },
+            "paths": paths,
+            "components": {
+                "schemas": schemas,
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            },
+            "security": [{"bearer": []}, {}],
+        }
+    )

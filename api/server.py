@@ -19,6 +19,7 @@ from controlroom.engine.executor import Executor
 from controlroom.engine.followers import Followers
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.store import Positioned
+from controlroom.projections.analytics import AnalyticsProjection
 from controlroom.projections.views import Views
 
 log = logging.getLogger("controlroom.server")
@@ -31,6 +32,8 @@ class Server:
         self.service = RunService(ctx)
         self.views = Views.for_store(ctx.store, ctx.workspace.root)
         self.followers = Followers(ctx.store, self.views)
+        #: Followed by the loop below, not by `read_views`: GETs of runs never wait for it.
+        self.analytics = AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root)
         self.notifier = LogNotifier()
         self.hub: EventHub
         self.executor: Executor
@@ -100,6 +103,7 @@ class Server:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._follower_task
         self.views.close()
+        self.analytics.close()
 
     async def start_run(self, request: RunRequest) -> Run:
         if not self.execute:
@@ -115,6 +119,7 @@ class Server:
             try:
                 # Off the loop: policies and projections write SQLite.
                 await asyncio.to_thread(self.followers.catch_up)
+                await asyncio.to_thread(self.analytics.catch_up, wait=False)
             except Exception:  # keep serving; the next pass retries from the tracked positions
                 log.exception("catch-up failed")
             # Catch up in batches, not per commit: live feeds come first on this loop, and

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from controlroom.api.errors import HttpError
 from controlroom.api.history import stream_page
 from controlroom.api.hub import SEPARATOR, encode_message
+from controlroom.api.limits import LimitError, parse_position
 from controlroom.api.server import Server
 from controlroom.domain.events import EVENT_TYPES, parse_topic
 from controlroom.domain.run_events import TERMINAL_EVENTS
@@ -34,10 +35,16 @@ OPENING = ServerSentEvent(comment="stream open", retry=RETRY_MS, sep=SEPARATOR).
 
 
 def resume_position(request: Request) -> int:
-    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    if not raw.strip().isdigit():
-        raise HttpError(400, "bad_position", f"'{raw}' is not an event position", "after")
-    return int(raw)
+    """Where a feed resumes: `Last-Event-ID` (a reconnecting browser) or `?after=`."""
+    field, raw = "Last-Event-ID", request.headers.get("last-event-id")
+    if not raw:
+        field, raw = "after", request.query_params.get("after")
+    if not raw:
+        return 0
+    try:
+        return parse_position(raw, field)
+    except LimitError as exc:
+        raise HttpError(400, "bad_position", exc.reason, field) from None
 
 
 def requested_types(request: Request) -> set[str]:

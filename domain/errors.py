@@ -149,12 +149,17 @@ class StoreConfigError(BadInputError):
 class ModelCallError(ModelError):
     """One failed attempt at a model call, classified so the engine can decide to retry.
 
-    `kind` is one of: rate_limited, server_error, connection, timeout (retryable);
-    rejected (a 4xx other than 429), unusable (empty, cut off, malformed) (not retryable).
+    `kind` is one of: rate_limited, server_error, connection, timeout, stream_error (an
+    error event mid-stream), incomplete (a stream cut before it finished) (retryable);
+    rejected (a 4xx other than 429), unusable (empty, cut off at the token limit,
+    malformed), client_error (the client library failed), deadline (the overall limit of
+    one call passed) (not retryable).
     The message never contains a key: providers scrub it before raising.
     """
 
-    RETRYABLE = frozenset({"rate_limited", "server_error", "connection", "timeout"})
+    RETRYABLE = frozenset(
+        {"rate_limited", "server_error", "connection", "timeout", "stream_error", "incomplete"}
+    )
 
     def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         self.kind = kind
@@ -177,4 +182,28 @@ class RunClaimedError(RunConflictError):
             f"run {run_id} is being advanced by {owner}"
             + (f" (lease until {until})" if until else "")
             + "; wait for it, or for its lease to expire",
+        )
+
+
+class RetryStepError(BadInputError):
+    """`retry --from` named a step the run cannot continue from."""
+
+    def __init__(self, run_id: str, message: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id}: {message}")
+
+
+class AgentOutputInvalidError(ModelError):
+    """An agent gave no reply that satisfies its output contract, after every retry
+    (STOP_HOOK). An agent failure, not a transport fault: the pipeline halts."""
+
+    def __init__(self, step_id: str, contract: str, attempts: int, errors: list[str]) -> None:
+        self.step_id = step_id
+        self.contract = contract
+        self.attempts = attempts
+        self.errors = errors
+        shown = "; ".join(errors[:3]) + (f" (+{len(errors) - 3} more)" if len(errors) > 3 else "")
+        super().__init__(
+            f"STOP_HOOK: agent output invalid: no reply satisfied the '{contract}' contract "
+            f"in {attempts} attempt(s): {shown}"
         )

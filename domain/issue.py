@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run_events import DodResult
+from controlroom.domain.run_events import DodResult, StopHook
 
 
 class IssueOpened(DomainEvent):
@@ -90,3 +90,40 @@ def open_dod_issues(
             )
         )
     return opened
+
+
+def stop_hook_issue_id(run_id: str, instance_id: str) -> str:
+    return "iss_" + sha256_text(f"{run_id}:stop_hook:{instance_id}")[:24]
+
+
+def open_stop_hook_issue(
+    event: StopHook, recipe_id: str, session_id: str, already_open: Callable[[str], bool]
+) -> Issue | None:
+    """The decision of the agent-output policy: one `agent_output_invalid` issue per
+    STOP_HOOK, with every raw reply and its errors as evidence; never a DoD issue."""
+    instance = event.instance_id or event.step_id
+    issue_id = stop_hook_issue_id(event.originator_id, instance)
+    if already_open(issue_id):
+        return None
+    detail = (
+        f"agent '{event.agent_archetype}' gave no reply satisfying the '{event.contract}' "
+        f"contract in {event.attempts} attempt(s): " + "; ".join(event.errors[:5])
+    )
+    return Issue.open(
+        issue_id,
+        event.timestamp,
+        kind="agent_output_invalid",
+        title=f"Agent output invalid in {recipe_id}, step '{instance}' (STOP_HOOK)",
+        detail=detail,
+        run_id=event.originator_id,
+        session_id=session_id,
+        recipe_id=recipe_id,
+        check={"contract": event.contract, "step_id": event.step_id, "instance_id": instance},
+        evidence={
+            "attempts": event.attempts,
+            "errors": event.errors,
+            "replies": event.replies,
+            "request_refs": event.request_refs,
+            "prompt_type": event.prompt_type,
+        },
+    )

@@ -13,7 +13,13 @@ from typing import Any
 from pydantic import JsonValue
 
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run_events import AgentResponded, ReceiptIssued, SlotWritten, TokenUsage
+from controlroom.domain.run_events import (
+    AgentResponded,
+    ModelRequestRecorded,
+    ReceiptIssued,
+    SlotWritten,
+    TokenUsage,
+)
 from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
 
 EventSpec = tuple[type[DomainEvent], dict[str, Any]]
@@ -72,6 +78,22 @@ class ToolOutcome(StepOutcome):
 
 
 @dataclass(frozen=True)
+class RecordedRequest:
+    """The exact body a provider sent, under its content hash (`sha256:...`)."""
+
+    ref: str
+    provider: str
+    model: str
+    body: dict[str, Any]
+
+    def event(self) -> EventSpec:
+        return (
+            ModelRequestRecorded,
+            {"ref": self.ref, "provider": self.provider, "model": self.model, "body": self.body},
+        )
+
+
+@dataclass(frozen=True)
 class AgentOutcome(StepOutcome):
     """What an agent answered, with everything needed to audit the call."""
 
@@ -89,9 +111,14 @@ class AgentOutcome(StepOutcome):
     latency_ms: float
     attempts: int = 1
     cost_usd: float | None = None
+    request: RecordedRequest | None = None
+    contract: str | None = None
+    raw_output: str | None = None
 
     def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
         assert isinstance(step, AgentStep)
+        # The run drops a request it has recorded already: each is recorded once.
+        recorded = [self.request.event()] if self.request is not None else []
         responded = {
             "step_id": step.step_id,
             "agent_archetype": step.agent_archetype,
@@ -109,6 +136,9 @@ class AgentOutcome(StepOutcome):
             "latency_ms": self.latency_ms,
             "attempts": self.attempts,
             "cost_usd": self.cost_usd,
+            "request_ref": self.request.ref if self.request is not None else None,
+            "contract": self.contract,
+            "raw_output": self.raw_output,
         }
         slot = {
             "slot": step.output_slot,
@@ -118,7 +148,7 @@ class AgentOutcome(StepOutcome):
             "sha256": self.output_sha256,
             "summary": self.summary,
         }
-        return [(AgentResponded, responded), (SlotWritten, slot)]
+        return [*recorded, (AgentResponded, responded), (SlotWritten, slot)]
 
     def preview_source(self) -> str:
         return self.output
@@ -142,3 +172,34 @@ class AttemptFailure:
     message: str
     will_retry: bool
     retry_in_s: float
+    request: RecordedRequest | None = None
+
+
+@dataclass(frozen=True)
+class ReplyRejection:
+    """One reply that broke the output contract."""
+
+    attempt: int
+    provider: str
+    model: str
+    contract: str
+    errors: list[str]
+    reply: str
+    usage: TokenUsage
+    will_retry: bool
+    request: RecordedRequest | None = None
+
+
+@dataclass(frozen=True)
+class StopHookReport:
+    """No valid reply after the contract's retries: what STOP_HOOK records."""
+
+    contract: str
+    attempts: int
+    errors: list[str]
+    replies: list[str]
+    request_refs: list[str]
+
+
+#: What an agent step reports while it runs, each recorded as an event at once.
+AttemptReport = AttemptFailure | ReplyRejection | StopHookReport

@@ -10,22 +10,28 @@ from typing import Any
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import preview
-from controlroom.domain.errors import RunClaimedError, RunStateError
+from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.flow import Performed, flow_for, instance_id
 from controlroom.domain.outcomes import (
     AgentOutcome,
     AttemptFailure,
+    AttemptReport,
+    RecordedRequest,
+    ReplyRejection,
     StepOutcome,
+    StopHookReport,
     ToolOutcome,
     Waiting,
 )
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.refs import task_context
 from controlroom.domain.run_events import (
+    AgentReplyRejected,
     DodChecked,
     DodResult,
     ModelAttemptFailed,
+    ModelRequestRecorded,
     ReceiptIssued,
     RoutingDecision,
     RunCancelled,
@@ -34,12 +40,14 @@ from controlroom.domain.run_events import (
     RunFailed,
     RunReleased,
     RunResumed,
+    RunRetried,
     RunStarted,
     SlotWritten,
     StepCompleted,
     StepFailed,
     StepStarted,
     StepWaiting,
+    StopHook,
     TaskSpec,
 )
 from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
@@ -110,6 +118,10 @@ class Run(Aggregate):
         self.slot_texts: dict[str, str] = {}
         self.receipt_outputs: dict[str, Any] = {}
         self.dod_results: list[DodResult] | None = None
+        #: Refs of the model requests recorded in this run (each is recorded once).
+        self.request_refs: set[str] = set()
+        #: The recipe step index of the step whose failure ended the run, if one did.
+        self.failed_step_index: int | None = None
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -239,8 +251,32 @@ class Run(Aggregate):
         self._record_outcome(at, self.current, outcome)
         return True
 
-    def record_model_attempt(self, at: datetime, failure: AttemptFailure) -> None:
+    def record_model_attempt(self, at: datetime, report: AttemptReport) -> None:
+        """An agent step's report while it runs: a failed call, a reply that broke the
+        contract, or STOP_HOOK."""
         current = self._expect_current(AgentStep)
+        if isinstance(report, StopHookReport):
+            self._stop_hook(at, current, report)
+            return
+        self._record_request(at, report.request)
+        if isinstance(report, ReplyRejection):
+            self._trigger(
+                AgentReplyRejected,
+                at,
+                step_id=current.step.step_id,
+                instance_id=current.instance_id,
+                attempt=report.attempt,
+                provider=report.provider,
+                model=report.model,
+                contract=report.contract,
+                errors=report.errors,
+                reply=report.reply,
+                request_ref=report.request.ref if report.request else None,
+                usage=report.usage,
+                will_retry=report.will_retry,
+            )
+            return
+        failure = report
         self._trigger(
             ModelAttemptFailed,
             at,
@@ -253,7 +289,72 @@ class Run(Aggregate):
             message=failure.message,
             will_retry=failure.will_retry,
             retry_in_s=failure.retry_in_s,
+            request_ref=failure.request.ref if failure.request else None,
         )
+
+    def _stop_hook(self, at: datetime, current: StepInstance, report: StopHookReport) -> None:
+        step = current.step
+        assert isinstance(step, AgentStep)
+        self._trigger(
+            StopHook,
+            at,
+            step_id=step.step_id,
+            instance_id=current.instance_id,
+            agent_archetype=step.agent_archetype,
+            prompt_type=step.prompt_type,
+            contract=report.contract,
+            attempts=report.attempts,
+            errors=report.errors,
+            replies=report.replies,
+            request_refs=report.request_refs,
+        )
+
+    def _record_request(self, at: datetime, request: RecordedRequest | None) -> None:
+        if request is not None and request.ref not in self.request_refs:
+            event_class, fields = request.event()
+            self._trigger(event_class, at, **fields)
+
+    def retry(self, at: datetime, from_step: str | None = None) -> None:
+        """Continue a failed run (guarantee 6: the user decides): from the step that
+        failed, or from an earlier one. That step and every later one run again, as new
+        instances (`draft#2`); what they wrote before stays in the log."""
+        if self.status != RunStatus.FAILED:
+            raise RunStateError(self.id, self.status.value, "retry (only a failed run can)")
+        index = self._retry_index(from_step)
+        self._trigger(
+            RunRetried,
+            at,
+            step_index=index,
+            step_id=self.recipe_steps[index].step_id,
+            previous_error=self.error,
+        )
+        self._start_next(at)
+
+    def _retry_index(self, from_step: str | None) -> int:
+        steps = self.recipe_steps
+        if from_step is None:
+            if self.failed_step_index is None:
+                raise RetryStepError(
+                    self.id,
+                    "no step failed (its Definition of Done did); name the step to continue "
+                    "from with --from STEP_ID",
+                )
+            return self.failed_step_index
+        wanted = from_step.split("#", 1)[0]
+        ids = [s.step_id for s in steps]
+        if wanted not in ids:
+            raise RetryStepError(
+                self.id, f"no step '{from_step}' in its recipe (steps: {', '.join(ids)})"
+            )
+        index = ids.index(wanted)
+        reached = self.failed_step_index if self.failed_step_index is not None else len(steps) - 1
+        if index > reached:
+            raise RetryStepError(
+                self.id,
+                f"step '{wanted}' comes after the step the run stopped at "
+                f"('{steps[reached].step_id}'): continue from that one or an earlier one",
+            )
+        return index
 
     def fail_step(self, at: datetime, error_type: str, error: str) -> None:
         """A step failed: the pipeline halts and the user decides (guarantee 6)."""
@@ -319,6 +420,8 @@ class Run(Aggregate):
 
     def _record_outcome(self, at: datetime, current: StepInstance, outcome: StepOutcome) -> None:
         for event_class, fields in outcome.events(current.step, self.session_id):
+            if event_class is ModelRequestRecorded and fields["ref"] in self.request_refs:
+                continue
             self._trigger(event_class, at, **fields)
         step = current.step
         self._trigger(
@@ -405,6 +508,23 @@ class Run(Aggregate):
         self.current = None
         self.waiting_on = None
 
+    def _on_request(self, e: ModelRequestRecorded) -> None:
+        self.request_refs.add(e.ref)
+
+    def _on_step_failed(self, e: StepFailed) -> None:
+        self.failed_step_index = e.step_index
+
+    def _on_retried(self, e: RunRetried) -> None:
+        self.status = RunStatus.RUNNING
+        self.error = None
+        self.dod_results = None
+        self.failed_step_index = None
+        # A retry is a new decision: whoever held the failed run holds it no more.
+        self.owner = ""
+        self.lease_expires_at = None
+        # The flow picks up after the last step before the one retried.
+        self.history = [p for p in self.history if p.index < e.step_index]
+
     def _on_dod(self, e: DodChecked) -> None:
         self.dod_results = list(e.results)
 
@@ -435,6 +555,9 @@ _APPLIERS: dict[type[DomainEvent], Any] = {
     SlotWritten: Run._on_slot,
     StepCompleted: Run._on_step_completed,
     DodChecked: Run._on_dod,
+    ModelRequestRecorded: Run._on_request,
+    StepFailed: Run._on_step_failed,
+    RunRetried: Run._on_retried,
     RunCompleted: Run._on_completed,
     RunFailed: Run._on_failed,
     RunCancelled: Run._on_cancelled,

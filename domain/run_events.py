@@ -35,6 +35,9 @@ class RoutingDecision(_Value):
 class TokenUsage(_Value):
     input_tokens: int = 0
     output_tokens: int = 0
+    #: True when the server reported no usage (or none for one side) and the counts are
+    #: estimated from the text: cost figures built on them are estimates too.
+    estimated: bool = False
 
 
 class DodResult(_Value):
@@ -107,6 +110,73 @@ class AgentResponded(DomainEvent):
     latency_ms: float
     attempts: int = 1
     cost_usd: float | None = None
+    #: The recorded request (`ModelRequestRecorded.ref`) this reply answers.
+    request_ref: str | None = None
+    #: The output contract the reply satisfied; `output` is then its JSON, as extracted.
+    contract: str | None = None
+    #: The reply as received, when it differs from `output` (fenced, after a preamble).
+    raw_output: str | None = None
+
+
+class ModelRequestRecorded(DomainEvent):
+    """The exact body sent to a model (system text, user text, decoding parameters,
+    structured-output schema), recorded once per run under its content hash; agent events
+    refer to it by `ref`. Keys travel in headers and never appear here."""
+
+    type_name: ClassVar[str] = "ModelRequestRecorded"
+
+    ref: str
+    provider: str
+    model: str
+    body: dict[str, Any]
+
+
+class AgentReplyRejected(DomainEvent):
+    """A reply that broke the step's output contract; `will_retry` says whether the agent
+    is asked again, with a stricter prompt naming these errors."""
+
+    type_name: ClassVar[str] = "AgentReplyRejected"
+
+    step_id: str
+    instance_id: str = ""
+    attempt: int
+    provider: str
+    model: str
+    contract: str
+    errors: list[str]
+    reply: str
+    request_ref: str | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    will_retry: bool
+
+
+class StopHook(DomainEvent):
+    """STOP_HOOK (seed 001, C): an agent gave no valid reply after the contract's retries.
+    The pipeline halts; a policy opens an "agent output invalid" issue with the replies."""
+
+    type_name: ClassVar[str] = "StopHook"
+
+    step_id: str
+    instance_id: str = ""
+    agent_archetype: str
+    prompt_type: str
+    contract: str
+    attempts: int
+    errors: list[str]
+    #: The raw replies, one per attempt, as evidence.
+    replies: list[str]
+    request_refs: list[str] = Field(default_factory=list)
+
+
+class RunRetried(DomainEvent):
+    """The user continues a failed run from a step (the failed one, or an earlier one);
+    that step and the ones after it run again as new instances (`draft#2`)."""
+
+    type_name: ClassVar[str] = "RunRetried"
+
+    step_index: int
+    step_id: str
+    previous_error: str | None = None
 
 
 class ModelAttemptFailed(DomainEvent):
@@ -123,6 +193,7 @@ class ModelAttemptFailed(DomainEvent):
     message: str
     will_retry: bool
     retry_in_s: float
+    request_ref: str | None = None
 
 
 class SlotWritten(DomainEvent):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from controlroom.domain.errors import ControlRoomError
-from controlroom.domain.outcomes import AttemptFailure, StepOutcome, Waiting
+from controlroom.domain.outcomes import AttemptReport, StepOutcome, Waiting
 from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.steps import AgentStep, ToolStep
 from controlroom.engine.context import Context
@@ -30,7 +30,7 @@ class Execution:
     workspace: Workspace
     #: Resolved once per execution: every agent call names its model explicitly.
     profiles: dict[str, AgentProfile]
-    record_attempt: Callable[[AttemptFailure], None]
+    record_attempt: Callable[[AttemptReport], None]
     on_partial: PartialHook
 
 

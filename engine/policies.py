@@ -20,10 +20,10 @@ from eventsourcing.persistence import IntegrityError, MapperDeserialisationError
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.events import EVENT_TYPES, DomainEvent
-from controlroom.domain.issue import Issue, open_dod_issues
+from controlroom.domain.issue import Issue, open_dod_issues, open_stop_hook_issue
 from controlroom.domain.outcomes import StepOutcome
 from controlroom.domain.run import Run
-from controlroom.domain.run_events import DodChecked
+from controlroom.domain.run_events import DodChecked, StopHook
 from controlroom.eventstore.store import EventStore
 
 log = logging.getLogger("controlroom.policies")
@@ -86,8 +86,30 @@ class DodIssuePolicy:
             unit.add(issue)
 
 
+class AgentOutputIssuePolicy:
+    """STOP_HOOK (an agent's replies broke their contract every time) opens an issue of its
+    own kind, "agent output invalid", exactly once, with the raw replies as evidence."""
+
+    name = "policy.agent_output_issues"
+    follows = frozenset({StopHook.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        assert isinstance(event, StopHook)
+        run = unit.get(Run, event.originator_id)
+        if run is None or run.recipe is None:
+            return
+        issue = open_stop_hook_issue(
+            event,
+            run.recipe.recipe_id,
+            run.session_id,
+            lambda issue_id: unit.get(Issue, issue_id) is not None,
+        )
+        if issue is not None:
+            unit.add(issue)
+
+
 def bundled_policies() -> list[Policy]:
-    return [DodIssuePolicy()]
+    return [DodIssuePolicy(), AgentOutputIssuePolicy()]
 
 
 class PolicyRunner:

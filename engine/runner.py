@@ -22,9 +22,10 @@ from controlroom.domain.errors import (
     ControlRoomError,
     PayloadTooLargeError,
     RunConflictError,
+    StoreUnavailableError,
     WorkspaceError,
 )
-from controlroom.domain.outcomes import AttemptFailure, Waiting
+from controlroom.domain.outcomes import AttemptReport, Waiting
 from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook, ignore_partial
@@ -125,6 +126,9 @@ class StepRunner:
                 await self._commit_step(run)
             except RunConflictError:
                 return self._after_conflict(run)
+            except StoreUnavailableError:
+                # Not the step's fault: nothing was recorded, the run stays resumable.
+                raise
             except PayloadTooLargeError as exc:
                 run = self._reload(run)
                 execution.run = run
@@ -136,8 +140,8 @@ class StepRunner:
                 await self._commit_step(run)
         return run
 
-    def _attempt_recorder(self, run: Run) -> Callable[[AttemptFailure], None]:
-        def record(failure: AttemptFailure) -> None:
+    def _attempt_recorder(self, run: Run) -> Callable[[AttemptReport], None]:
+        def record(failure: AttemptReport) -> None:
             # A rare path: a failed attempt is committed at once, so it is never lost.
             run.record_model_attempt(self.ctx.clock.now(), failure)
             self.save(run)

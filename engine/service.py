@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from controlroom.domain.errors import (
+    BadInputError,
     MissingArgsError,
     NotRoutableError,
     RunConflictError,
@@ -20,7 +21,14 @@ from controlroom.domain.errors import (
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.router import route
 from controlroom.domain.run import Run
-from controlroom.domain.run_events import RoutingDecision, TaskSpec
+from controlroom.domain.run_events import (
+    AgentReplyRejected,
+    AgentResponded,
+    ModelAttemptFailed,
+    ModelRequestRecorded,
+    RoutingDecision,
+    TaskSpec,
+)
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.ports import owner_is_gone
@@ -132,6 +140,53 @@ class RunService:
         run.resume(now)
         runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner)
         return await runner.execute(run)
+
+    def retry(self, run_id: str, from_step: str | None = None, owner: str | None = None) -> Run:
+        """Reopen a failed run at the failed step (or `from_step`, an earlier one) and
+        record it (`RunRetried`); `execute` then continues it. The user decides: a failed
+        run never continues by itself."""
+        run = self.load(run_id)
+        now = self.ctx.clock.now()
+        run.retry(now, from_step)
+        if owner:
+            takeover = bool(run.owner) and owner_is_gone(run.owner)
+            run.claim(now, owner, self.ctx.settings.lease_s, takeover=takeover)
+        self.ctx.agents.check(run.recipe.agent_archetypes() if run.recipe else [])
+        try:
+            self.ctx.store.save(run)
+        except IntegrityError:
+            raise RunConflictError(run_id) from None
+        return run
+
+    def recorded_request(self, run_id: str, step_or_ref: str) -> dict[str, Any]:
+        """The exact request an agent step sent (its latest reply's, or the one with that
+        `sha256:` ref), read from the run's own events: what the model was shown."""
+        events = self.ctx.store.stream(run_id)
+        if not events:
+            raise RunNotFoundError(run_id)
+        ref = step_or_ref if step_or_ref.startswith("sha256:") else None
+        step = None
+        if ref is None:
+            for event in reversed(events):
+                if isinstance(event, AgentResponded | AgentReplyRejected | ModelAttemptFailed) and (
+                    step_or_ref in (event.step_id, getattr(event, "instance_id", None))
+                ):
+                    ref, step = event.request_ref, event.step_id
+                    break
+        for event in events:
+            if isinstance(event, ModelRequestRecorded) and event.ref == ref:
+                return {
+                    "run_id": run_id,
+                    "step_id": step,
+                    "ref": event.ref,
+                    "provider": event.provider,
+                    "model": event.model,
+                    "body": event.body,
+                }
+        raise BadInputError(
+            f"run {run_id} has no recorded model request for '{step_or_ref}' "
+            "(name an agent step, or a sha256: ref)"
+        )
 
     def release(self, run_id: str, owner: str) -> None:
         """Let a claimed run go (a worker shutting down); refused silently if not ours."""

@@ -25,6 +25,11 @@ MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
 SSE_PING_VAR = "CONTROLROOM_SSE_PING_S"
 TOKEN_VAR = "CONTROLROOM_API_TOKEN"
 LEASE_VAR = "CONTROLROOM_LEASE_S"
+CHECKPOINT_KEY_VAR = "CONTROLROOM_CHECKPOINT_KEY"
+CHECKPOINT_KEY_FILE_VAR = "CONTROLROOM_CHECKPOINT_KEY_FILE"
+CHECKPOINT_EVERY_VAR = "CONTROLROOM_CHECKPOINT_EVERY_S"
+#: A bearer token shorter than this is guessable; one of only spaces is no token at all.
+MIN_TOKEN_CHARS = 16
 
 
 class SettingsError(StoreConfigError):
@@ -46,6 +51,12 @@ class Settings:
     lease_s: float = 30.0
     #: Test-only fault injection: SIGKILL after this many durable commits.
     crash_after_commit: int | None = None
+    #: The Ed25519 key that signs audit checkpoints: 64 hex characters, or a file holding
+    #: them or a PEM private key. Never stored in the log.
+    checkpoint_key: str | None = None
+    checkpoint_key_file: str | None = None
+    #: The server takes a signed checkpoint this often (seconds) when a key is set.
+    checkpoint_every_s: float | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -64,6 +75,7 @@ class Settings:
             return value
 
         timeout = number(AGENT_TIMEOUT_VAR, 0.0, 0.0)
+        every = number(CHECKPOINT_EVERY_VAR, 0.0, 1.0)
         crash = env.get(CRASH_AFTER_COMMIT_VAR, "").strip()
         return cls(
             store=env.get(STORE_VAR, "").strip(),
@@ -71,7 +83,26 @@ class Settings:
             agent_timeout_s=timeout or None,
             max_concurrent_runs=int(number(MAX_RUNS_VAR, 64, 1)),
             sse_ping_s=number(SSE_PING_VAR, 15.0, 0.1),
-            api_token=env.get(TOKEN_VAR) or None,
+            api_token=_token(env.get(TOKEN_VAR)),
             lease_s=number(LEASE_VAR, 30.0, 1.0),
             crash_after_commit=int(crash) if crash.isdigit() else None,
+            checkpoint_key=env.get(CHECKPOINT_KEY_VAR, "").strip() or None,
+            checkpoint_key_file=env.get(CHECKPOINT_KEY_FILE_VAR, "").strip() or None,
+            checkpoint_every_s=every or None,
         )
+
+
+def _token(raw: str | None) -> str | None:
+    """Unset: no token. Set, it must be a real secret: an empty or blank value would
+    otherwise count as "a token is set" and let the server listen beyond loopback."""
+    if raw is None:
+        return None
+    token = raw.strip()
+    if not token:
+        raise SettingsError(f"{TOKEN_VAR} is set but empty; unset it, or set a token")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise SettingsError(
+            f"{TOKEN_VAR} is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
+            "(for example: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token

@@ -6,23 +6,39 @@ Nothing here records events; it returns outcomes the Run aggregate turns into ev
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import JsonValue
 
 from controlroom.domain.canonical import preview, sha256_json, sha256_text
-from controlroom.domain.errors import ModelCallError, ModelError
-from controlroom.domain.outcomes import AgentOutcome, AttemptFailure, ToolOutcome
+from controlroom.domain.errors import (
+    AgentOutputInvalidError,
+    ControlRoomError,
+    ModelCallError,
+    ModelError,
+)
+from controlroom.domain.outcomes import (
+    AgentOutcome,
+    AttemptFailure,
+    AttemptReport,
+    RecordedRequest,
+    ReplyRejection,
+    StopHookReport,
+    ToolOutcome,
+)
 from controlroom.domain.refs import resolve_ref
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import TokenUsage
 from controlroom.domain.steps import AgentStep, Ref, ToolStep
 from controlroom.engine.context import Context
 from controlroom.models.agents import AgentProfile
-from controlroom.models.config import Price
-from controlroom.models.port import ModelRequest
+from controlroom.models.config import Price, ProviderConfig
+from controlroom.models.port import ModelClient, ModelRequest, ModelResponse, scrub
+from controlroom.prompts.contracts import Contract, check_reply
 from controlroom.tools.workspace import Workspace
 
 
@@ -57,8 +73,11 @@ def run_tool(ctx: Context, workspace: Workspace, run: Run, step: ToolStep) -> To
     )
 
 
-AttemptObserver = Callable[[AttemptFailure], None]
+AttemptObserver = Callable[[AttemptReport], None]
 PartialObserver = Callable[[str, int, str], None]  # (step_id, attempt, text)
+
+#: How many times an invalid reply is asked again (seed 001, C: max 2), then STOP_HOOK.
+CONTRACT_RETRIES = 2
 
 
 def cost_of(price: Price | None, usage: TokenUsage) -> float | None:
@@ -71,6 +90,103 @@ def cost_of(price: Price | None, usage: TokenUsage) -> float | None:
     )
 
 
+def recorded(
+    client: ModelClient, request: ModelRequest, body: Mapping[str, Any]
+) -> RecordedRequest:
+    return RecordedRequest(
+        ref="sha256:" + sha256_json(dict(body)),
+        provider=client.provider,
+        model=request.model,
+        body=dict(body),
+    )
+
+
+def body_of(client: ModelClient, request: ModelRequest) -> dict[str, Any]:
+    """The provider's exact body; for a client that cannot say, what it was given."""
+    build = getattr(client, "request_body", None)
+    if build is not None:
+        body: dict[str, Any] = build(request)
+        return body
+    messages = [{"role": "system", "content": request.system}] if request.system else []
+    messages.append({"role": "user", "content": request.prompt})
+    return {"model": request.model, "messages": messages, **request.params}
+
+
+def stricter(user: str, contract: Contract, errors: list[str]) -> str:
+    """The user message of a retry: the task again, and what was wrong with the reply."""
+    listed = "\n".join(f"- {e}" for e in errors[:20])
+    return (
+        f"{user}\n\n## Your previous reply was rejected\n"
+        f"It did not satisfy the `{contract.name}` output contract:\n{listed}\n\n"
+        "Reply again with exactly one JSON object that validates against the schema in the "
+        "system prompt: no prose, no code fence, every required property present, every "
+        'value of the declared type (true and false are booleans, not "true" or "false").'
+    )
+
+
+@dataclass
+class _Call:
+    """One agent step's calls: the transport retries, reported as they fail."""
+
+    ctx: Context
+    step: AgentStep
+    profile: AgentProfile
+    client: ModelClient
+    policy: ProviderConfig
+    report: AttemptObserver | None
+    on_text: PartialObserver | None
+    attempt: int = 0
+
+    async def reply(self, request: ModelRequest) -> tuple[ModelResponse, RecordedRequest]:
+        """A reply, after transport retries with backoff; each failed attempt reported."""
+        deadline = self.ctx.settings.agent_timeout_s or self.policy.deadline_s
+        tries = 0
+        while True:
+            self.attempt += 1
+            tries += 1
+            sent = recorded(self.client, request, body_of(self.client, request))
+            sink = _sink(self.on_text, self.step.step_id, self.attempt)
+            try:
+                # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner.
+                async with asyncio.timeout(deadline):
+                    response = await self.client.complete(request, sink)
+                if response.sent is not None:
+                    sent = recorded(self.client, request, response.sent)
+                return response, sent
+            except TimeoutError:
+                # The overall deadline passed (the idle timeout is the provider's): an agent
+                # failure, not a transport fault, so it is not retried.
+                error = ModelCallError("deadline", f"no complete answer within {deadline:g}s")
+            except ModelCallError as exc:
+                error = exc
+            except ControlRoomError:
+                raise
+            except Exception as exc:  # a client library's own failure: never a stuck run
+                error = ModelCallError("client_error", f"{type(exc).__name__}: {scrub(str(exc))}")
+            will_retry = error.retryable and tries <= self.policy.max_retries
+            delay = self.policy.backoff_s * 2 ** (tries - 1) if will_retry else 0.0
+            if self.report is not None:
+                self.report(
+                    AttemptFailure(
+                        attempt=self.attempt,
+                        provider=self.profile.provider,
+                        model=self.profile.model,
+                        kind=error.kind,
+                        status=error.status,
+                        message=str(error),
+                        will_retry=will_retry,
+                        retry_in_s=delay,
+                        request=sent,
+                    )
+                )
+            if not will_retry:
+                raise ModelError(
+                    f"agent '{self.step.agent_archetype}' ({self.profile.provider}/"
+                    f"{self.profile.model}) failed after {tries} attempt(s): {error}"
+                )
+            await asyncio.sleep(delay)
+
+
 async def run_agent(
     ctx: Context,
     run: Run,
@@ -81,60 +197,70 @@ async def run_agent(
 ) -> AgentOutcome:
     """Guarantee 5: the prompt is the template plus the step's input slots, nothing else.
 
-    Retries (429, 5xx, connection errors, timeouts) are bounded with exponential backoff
-    and each failed attempt is reported; anything else fails the step at once.
+    The role is the system prompt, the task and slots the user message. Transport faults
+    (429, 5xx, connection errors, timeouts, cut streams) are retried with exponential
+    backoff; anything else fails the step at once. A reply that breaks the step's output
+    contract is asked again with a stricter prompt naming the errors, at most
+    `CONTRACT_RETRIES` times, then STOP_HOOK. Every failed attempt is reported.
     """
     policy = ctx.agents.provider_config(profile.provider)
     shown = {slot: run.slot_texts[slot] for slot in step.input_slots}
     rendered = ctx.prompts.render(step.prompt_type, profile.tier, run.task.description, shown)
+    contract = rendered.contract
     request = ModelRequest(
         provider=profile.provider,
         model=profile.model,
         tier=profile.tier,
         agent_archetype=step.agent_archetype,
         prompt_type=step.prompt_type,
-        prompt=rendered.text,
+        prompt=rendered.user,
         inputs=rendered.inputs,
         task_description=run.task.description,
         params=profile.params,
+        system=rendered.system,
+        response_schema=contract.schema if contract is not None else None,
+        contract_name=contract.name if contract is not None else None,
     )
     client = ctx.agents.client(profile.provider)
-    timeout = ctx.settings.agent_timeout_s or policy.timeout_s
+    call = _Call(ctx, step, profile, client, policy, on_attempt_failed, on_text)
     started = time.perf_counter()
-    attempt = 0
+    replies: list[str] = []
+    errors: list[str] = []
+    refs: list[str] = []
     while True:
-        attempt += 1
-        sink = _sink(on_text, step.step_id, attempt)
-        try:
-            # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner.
-            async with asyncio.timeout(timeout):
-                response = await client.complete(request, sink)
+        response, sent = await call.reply(request)
+        output, raw = response.text, None
+        if contract is None:
             break
-        except TimeoutError:
-            error = ModelCallError("timeout", f"no answer within {timeout:g}s")
-        except ModelCallError as exc:
-            error = exc
-        will_retry = error.retryable and attempt <= policy.max_retries
-        delay = policy.backoff_s * 2 ** (attempt - 1) if will_retry else 0.0
+        value, errors = check_reply(response.text, contract)
+        if not errors:
+            output = json.dumps(value, indent=2, ensure_ascii=False)
+            raw = response.text if response.text.strip() != output else None
+            break
+        replies.append(response.text)
+        refs.append(sent.ref)
+        will_retry = len(replies) <= CONTRACT_RETRIES
         if on_attempt_failed is not None:
             on_attempt_failed(
-                AttemptFailure(
-                    attempt=attempt,
+                ReplyRejection(
+                    attempt=call.attempt,
                     provider=profile.provider,
                     model=profile.model,
-                    kind=error.kind,
-                    status=error.status,
-                    message=str(error),
+                    contract=contract.name,
+                    errors=errors,
+                    reply=response.text,
+                    usage=response.usage,
                     will_retry=will_retry,
-                    retry_in_s=delay,
+                    request=sent,
                 )
             )
         if not will_retry:
-            raise ModelError(
-                f"agent '{step.agent_archetype}' ({profile.provider}/{profile.model}) failed "
-                f"after {attempt} attempt(s): {error}"
-            )
-        await asyncio.sleep(delay)
+            if on_attempt_failed is not None:
+                on_attempt_failed(
+                    StopHookReport(contract.name, len(replies), errors, replies, refs)
+                )
+            raise AgentOutputInvalidError(step.step_id, contract.name, len(replies), errors)
+        request = replace(request, prompt=stricter(rendered.user, contract, errors))
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     return AgentOutcome(
         agent_id=profile.agent_id,
@@ -144,13 +270,16 @@ async def run_agent(
         prompt_variant=rendered.variant,
         prompt_hash="sha256:" + sha256_text(rendered.text),
         input_slot_refs=list(step.input_slots),
-        output=response.text,
-        output_sha256=sha256_text(response.text),
-        summary=preview(response.text),
+        output=output,
+        output_sha256=sha256_text(output),
+        summary=preview(output),
         usage=response.usage,
         latency_ms=latency_ms,
-        attempts=attempt,
+        attempts=call.attempt,
         cost_usd=cost_of(policy.prices.get(profile.model), response.usage),
+        request=sent,
+        contract=contract.name if contract is not None else None,
+        raw_output=raw,
     )
 
 

@@ -7,6 +7,7 @@ the event it reacted to are recorded together), then tells every observer what w
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -22,6 +23,7 @@ from eventsourcing.persistence import (
     Mapper,
     OperationalError,
     ProcessRecorder,
+    StoredEvent,
     Tracking,
 )
 
@@ -33,6 +35,7 @@ from controlroom.eventstore.mapper import PydanticMapper
 from controlroom.eventstore.postgres import ensure_schema
 
 A = TypeVar("A", bound=Aggregate)
+logger = logging.getLogger(__name__)
 #: Test-only fault injection: the process kills itself (SIGKILL) right after its Nth durable
 #: commit, so tests can stop it between any two commits. Unset in normal use.
 CRASH_AFTER_COMMIT_VAR = "CONTROLROOM_CRASH_AFTER_COMMIT"
@@ -44,6 +47,25 @@ class Positioned:
 
     position: int
     event: DomainEvent
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A stored record this release cannot decode (hand-edited, or written by an older
+    release without the edge limits). Readers report it with its place and go on."""
+
+    position: int | None
+    originator_id: str
+    originator_version: int
+    topic: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"position {self.position}, " if self.position is not None else ""
+        return (
+            f"{where}{self.originator_id} v{self.originator_version} ({self.topic}) "
+            f"cannot be read: {self.reason}"
+        )
 
 
 class CommitObserver(Protocol):
@@ -96,6 +118,8 @@ class EventStore(Application[str]):
             crash_after_commit = int(raw) if raw.isdigit() else None
         self._crash_after = crash_after_commit
         self.commits = 0
+        #: Records found undecodable so far, by (aggregate id, version).
+        self.damaged: dict[tuple[str, int], Damaged] = {}
 
     def construct_mapper(self) -> Mapper[str]:
         return PydanticMapper(self._max_event_bytes or max_event_bytes())
@@ -147,12 +171,21 @@ class EventStore(Application[str]):
         events = [e for aggregate in aggregates for e in aggregate.collect_events()]
         if not events and tracking is None:
             return []
-        if events:
-            recordings = self.events.put(events, tracking=tracking)
-        else:
-            assert tracking is not None
-            self.process_recorder.insert_tracking(tracking)
-            recordings = []
+        try:
+            if events:
+                recordings = self.events.put(events, tracking=tracking)
+            else:
+                assert tracking is not None
+                self.process_recorder.insert_tracking(tracking)
+                recordings = []
+        except (OperationalError, InterfaceError) as exc:
+            # The database went away (or is locked past its timeout): nothing was recorded,
+            # the command can be retried once it is back. Not a conflict, not a bad input.
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise StoreUnavailableError(
+                f"the event store is unavailable ({self.location()}): {reason}; nothing was "
+                "recorded, and unfinished runs resume once it is back"
+            ) from exc
         committed = [
             Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
             for r in recordings
@@ -178,19 +211,47 @@ class EventStore(Application[str]):
         events = list(self.events.get(aggregate_id))
         return [e for e in events if isinstance(e, DomainEvent)]
 
+    def decode(self, stored: StoredEvent, position: int | None = None) -> DomainEvent | Damaged:
+        """The event, or what is wrong with it: never raises for a bad record, and reports
+        each damaged one once (log and `damaged`), so one poison event stops no reader."""
+        try:
+            event = self.mapper.to_domain_event(stored)
+            assert isinstance(event, DomainEvent)
+            return event
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            reason = " ".join(str(cause).split())[:300] or type(cause).__name__
+            damaged = Damaged(
+                position,
+                str(stored.originator_id),
+                stored.originator_version,
+                stored.topic,
+                reason,
+            )
+            key = (damaged.originator_id, damaged.originator_version)
+            if key not in self.damaged:
+                self.damaged[key] = damaged
+                logger.warning("damaged event skipped: %s", damaged)
+            return damaged
+
+    def stream_records(self, aggregate_id: str) -> list[DomainEvent | Damaged]:
+        """One aggregate's records in version order, each decoded or reported damaged."""
+        return [self.decode(stored) for stored in self.recorder.select_events(aggregate_id)]
+
     def read_log(
         self, after: int = 0, topics: Sequence[str] = (), batch: int = 500
     ) -> Iterator[Positioned]:
-        """Every event after a global position, in order, in batches."""
+        """Every readable event after a global position, in order, in batches. A record
+        that cannot be decoded is reported (`damaged`, a warning) and skipped."""
         cursor = after
         while True:
             notes = self.recorder.select_notifications(
                 start=cursor, limit=batch, topics=topics, inclusive_of_start=False
             )
             for note in notes:
-                event = self.mapper.to_domain_event(note)
-                assert isinstance(event, DomainEvent)
-                yield Positioned(note.id, event)
+                event = self.decode(note, note.id)
+                if isinstance(event, DomainEvent):
+                    yield Positioned(note.id, event)
             if len(notes) < batch:
                 return
             cursor = notes[-1].id
@@ -213,4 +274,4 @@ class EventStore(Application[str]):
         return self.process_recorder.max_tracking_id(name) or 0
 
 
-__all__ = ["CommitObserver", "EventStore", "IntegrityError", "Positioned", "Tracking"]
+__all__ = ["CommitObserver", "Damaged", "EventStore", "IntegrityError", "Positioned", "Tracking"]

@@ -1,17 +1,28 @@
-"""Anthropic's Messages API. Needs the `anthropic` extra; the engine does the retrying."""
+"""Anthropic's Messages API. Needs the `anthropic` extra; the engine does the retrying.
+
+The role goes in `system`, the task in the user message. A reply contract is sent as
+`output_config.format` (JSON Schema structured output, the schema adapted the way the
+official SDK adapts it), and dropped if the server refuses it. A provider with no
+`api_key_env` sends no key at all: never one the SDK would pick up from the environment.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 from controlroom.domain.errors import ModelCallError
 from controlroom.domain.run_events import TokenUsage
 from controlroom.models.config import ProviderConfig
 from controlroom.models.keys import api_key
+from controlroom.models.offline import approx_tokens
 from controlroom.models.port import ModelRequest, ModelResponse, TextSink
-from controlroom.models.sdk_errors import import_sdk, translated
+from controlroom.models.sdk_errors import import_sdk, parsed_stream, translated
 
 DEFAULT_MAX_TOKENS = 4096
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+_OWN_KEYS = ("model", "max_tokens", "messages", "stream")
 
 
 class AnthropicModel:
@@ -20,58 +31,140 @@ class AnthropicModel:
         self._sdk = import_sdk(provider, "anthropic", "anthropic")
         self._key = api_key(provider, config)
         self._config = config
+        self._base_url = config.base_url or DEFAULT_BASE_URL
+        self._refuses_schema = config.structured_output == "never"
 
     def _client(self) -> Any:
         # One client per call, closed after it: its connections belong to one event loop,
-        # and a run may be resumed on another.
+        # and a run may be resumed on another. An explicit credential stops the SDK from
+        # reading ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN or credential files: a key goes
+        # only to the base URL the configuration pairs it with.
         return self._sdk.AsyncAnthropic(
-            api_key=self._key,
-            base_url=self._config.base_url,
-            timeout=self._config.timeout_s,
+            api_key=self._key or "unused",
+            base_url=self._base_url,
+            # The idle timeout bounds each read (the first byte, then each chunk), so a
+            # server streaming steadily is never cut off; the engine holds the deadline.
+            timeout=self._sdk.Timeout(
+                self._config.timeout_s, connect=self._config.connect_timeout_s
+            ),
             max_retries=0,
         )
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.params)
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": int(params.pop("max_tokens", DEFAULT_MAX_TOKENS)),
+            "messages": [{"role": "user", "content": request.prompt}],
+            "stream": True,
+        }
+        if request.system:
+            body["system"] = request.system
+        body.update(params)  # passed through as given (temperature, top_k, ...)
+        if request.response_schema is not None and not self._refuses_schema:
+            body["output_config"] = {
+                "format": {"type": "json_schema", "schema": _adapted(request.response_schema)}
+            }
+        return body
 
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
-        params: dict[str, Any] = dict(request.params)
-        max_tokens = int(params.pop("max_tokens", DEFAULT_MAX_TOKENS))
+        body = self.request_body(request)
+        try:
+            return await self._send(body, request, on_text)
+        except ModelCallError as exc:
+            refused = exc.kind == "rejected" and exc.status in (400, 404, 415, 422, 501)
+            auto = self._config.structured_output == "auto"
+            if not (auto and refused and "output_config" in body):
+                raise
+        self._refuses_schema = True
+        body = self.request_body(request)
+        return replace(await self._send(body, request, on_text), sent=body)
+
+    async def _send(
+        self, body: dict[str, Any], request: ModelRequest, on_text: TextSink | None
+    ) -> ModelResponse:
+        extra = {k: v for k, v in body.items() if k not in _OWN_KEYS}
         parts: list[str] = []
-        with translated(self._sdk, self._key):
+        with translated(self._sdk, self._key, self._base_url):
             async with self._client() as client:
-                stream = await client.messages.create(
-                    model=request.model,
-                    max_tokens=max_tokens,
-                    messages=[{"role": "user", "content": request.prompt}],
+                raw = await client.messages.with_raw_response.create(
+                    model=body["model"],
+                    max_tokens=body["max_tokens"],
+                    messages=body["messages"],
                     stream=True,
-                    # Passed through as given (temperature, top_k, ...).
-                    extra_body=params,
+                    extra_body=extra,
                 )
-                input_tokens, output_tokens, stop = await self._read(stream, parts, on_text)
+                if "text/event-stream" in raw.headers.get("content-type", ""):
+                    measured, stop = await self._read(await parsed_stream(raw), parts, on_text)
+                else:  # a server that ignores `stream: true` and answers with one body
+                    measured, stop = _whole(json.loads(await raw.http_response.aread()), parts)
+                    if parts and on_text is not None:
+                        on_text(parts[0])
         text = "".join(parts)
         if stop == "max_tokens":
             raise ModelCallError(
                 "unusable", "the reply was cut off at the token limit (stop_reason=max_tokens)"
             )
+        if stop is None:
+            raise ModelCallError(
+                "incomplete",
+                f"the stream ended before the reply finished (no stop reason, "
+                f"{len(text)} characters received)",
+            )
         if not text.strip():
             raise ModelCallError("unusable", "the reply was empty")
+        input_tokens, output_tokens = measured
         return ModelResponse(
-            text, TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens)
+            text,
+            TokenUsage(
+                input_tokens=input_tokens or approx_tokens(f"{request.system}\n{request.prompt}"),
+                output_tokens=output_tokens or approx_tokens(text),
+                estimated=not (input_tokens and output_tokens),
+            ),
         )
 
     async def _read(
         self, stream: Any, parts: list[str], on_text: TextSink | None
-    ) -> tuple[int, int, str | None]:
+    ) -> tuple[tuple[int, int], str | None]:
         input_tokens = output_tokens = 0
         stop: str | None = None
         async for event in stream:
             if event.type == "message_start":
-                input_tokens = event.message.usage.input_tokens or 0
+                input_tokens = _tokens(event.message.usage, "input_tokens") or input_tokens
             elif event.type == "content_block_delta" and event.delta.type == "text_delta":
                 parts.append(event.delta.text)
                 if on_text is not None:
                     on_text(event.delta.text)
             elif event.type == "message_delta":
-                stop = event.delta.stop_reason
-                output_tokens = event.usage.output_tokens or output_tokens
-        return input_tokens, output_tokens, stop
+                stop = event.delta.stop_reason or stop
+                # Proxies (LiteLLM) report the input tokens here, not in message_start.
+                input_tokens = _tokens(event.usage, "input_tokens") or input_tokens
+                output_tokens = _tokens(event.usage, "output_tokens") or output_tokens
+        return (input_tokens, output_tokens), stop
+
+
+def _tokens(usage: Any, name: str) -> int:
+    value = getattr(usage, name, None) if usage is not None else None
+    return value if isinstance(value, int) else 0
+
+
+def _whole(data: Any, parts: list[str]) -> tuple[tuple[int, int], str | None]:
+    if not isinstance(data, dict) or data.get("type") == "error":
+        raise ModelCallError("stream_error", f"error body instead of a reply: {str(data)[:300]}")
+    for block in data.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    usage = data.get("usage") or {}
+    measured = (int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+    return measured, data.get("stop_reason")
+
+
+def _adapted(schema: Any) -> dict[str, Any]:
+    """The schema as the API accepts it (constraints it lacks moved into descriptions)."""
+    try:
+        from anthropic.lib._parse._transform import transform_schema
+    except ImportError:  # an SDK without the helper: send the schema as it is
+        return dict(schema)
+    return dict(transform_schema(dict(schema)))

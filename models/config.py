@@ -53,7 +53,22 @@ class ProviderConfig(_Strict):
     type: Literal["openai", "anthropic", "offline"]
     base_url: str | None = Field(default=None, description="API root, e.g. http://host:8000/v1")
     api_key_env: str | None = Field(default=None, description="environment variable with the key")
-    timeout_s: float = Field(default=120.0, gt=0)
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="idle timeout: the longest wait for the first byte and between chunks",
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0, description="to open a connection")
+    deadline_s: float = Field(
+        default=900.0, gt=0, description="overall limit for one attempt, however steady"
+    )
+    structured_output: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description=(
+            "send a reply contract as structured output (OpenAI response_format, Anthropic "
+            "output_config); auto: send it, and ask again without it if the server refuses"
+        ),
+    )
     max_retries: int = Field(default=3, ge=0, le=10)
     backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles each time")
     prices: dict[str, Price] = Field(default_factory=dict)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from typing import Any
 
 from controlroom.domain.errors import ModelConfigError, ModelError
 from controlroom.domain.run_events import TokenUsage
@@ -43,6 +44,15 @@ class OfflineModel:
             raise ModelConfigError(f"{LATENCY_VAR}='{raw}' is not a number") from None
         return cls(max(0.0, latency))
 
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """What this provider is given; it reads only the slots, deterministically."""
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages.append({"role": "user", "content": request.prompt})
+        body: dict[str, Any] = {"model": request.model, "messages": messages, **request.params}
+        if request.response_schema is not None:
+            body["response_schema"] = dict(request.response_schema)
+        return body
+
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
@@ -64,6 +74,8 @@ class OfflineModel:
             for paragraph in text.split("\n\n"):  # streamed a paragraph at a time
                 on_text(paragraph + "\n\n")
         usage = TokenUsage(
-            input_tokens=approx_tokens(request.prompt), output_tokens=approx_tokens(text)
+            input_tokens=approx_tokens(f"{request.system}\n{request.prompt}"),
+            output_tokens=approx_tokens(text),
+            estimated=True,
         )
         return ModelResponse(text=text, usage=usage)

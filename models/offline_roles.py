@@ -153,9 +153,9 @@ _BEATS_CLOSE = [
     "The wind took the rest, and {n} let it.",
 ]
 _HOOKS = [
-    "Below them, the bell began to ring — and no one stood at the rope.",
-    "Only later would {n} ask who had left the tunnel door open?",
-    "And somewhere under the wall, something answered…",
+    "Behind {n}, something that should have stayed shut stood open.",
+    "Only later would {n} ask who else had known?",
+    "And somewhere below, something answered…",
 ]
 
 
@@ -174,14 +174,15 @@ def draft_scene(task: str, inputs: Inputs) -> str:
     names = set(cast) | set(by_entity)
     paragraphs = [f"# {title}"]
     places = [e for e, attrs in by_entity.items() if "region" in attrs or "features" in attrs]
-    place = places[0] if places else "the fortress"
+    # Only what this workspace's canon names: never a place from another manuscript.
+    place = places[0] if places else "the place"
     paragraphs.append(
         f"Grey light came slowly over {place}. The wind carried the smell of rain "
         f"and iron, and every sound seemed to wait for the next."
     )
     rotation = int(sha256_text(title)[:8], 16)  # varied lines, never the same one twice
     for i, beat in enumerate(beats):
-        subject = next((c for c in cast if c in beat), cast[0] if cast else "The rider")
+        subject = next((c for c in cast if c in beat), cast[0] if cast else "No one")
         other = next(
             (c for c in cast if c != subject and c in beat),
             next((c for c in cast if c != subject), subject),
@@ -252,20 +253,31 @@ def evaluate_reader_experience(task: str, inputs: Inputs) -> str:
     score = max(
         1, min(10, 8 - len(m["flags"]) + (1 if hook else -1) - (1 if m["pacing"] == "slow" else 0))
     )
-    lines = [
-        f"## Critique — verdict {score}/10",
-        f"Grips: {m['pacing']} pacing ({m['avg_sentence_words']} words a sentence), "
-        f"dialogue {m['dialogue_ratio']:.0%} of the text"
-        + ("; the ending pulls the reader on." if hook else "."),
-        "Drags: " + ("; ".join(m["flags"]) if m["flags"] else "nothing measurable."),
-        "Suggestion: "
-        + (
-            "vary sentence length around the confrontation."
-            if m["pacing"] == "brisk"
-            else "cut the longest sentences."
-        ),
+    strengths = [
+        f"{m['pacing']} pacing ({m['avg_sentence_words']} words a sentence), dialogue "
+        f"{m['dialogue_ratio']:.0%} of the text"
     ]
-    return "\n".join(lines)
+    if hook:
+        strengths.append("the ending pulls the reader on")
+    suggestion = (
+        "vary sentence length around the confrontation."
+        if m["pacing"] == "brisk"
+        else "cut the longest sentences."
+    )
+    return _verdict(score, strengths, list(m["flags"]), suggestion)
+
+
+def _verdict(score: int, strengths: list[str], problems: list[str], suggestion: str) -> str:
+    """The `verdict` contract: what a critic's reply must look like."""
+    return _dumps(
+        {
+            "verdict": "accept" if score >= 7 and not problems else "revise",
+            "score": max(1, min(10, score)),
+            "strengths": strengths,
+            "problems": problems,
+            "suggestion": suggestion,
+        }
+    )
 
 
 # -- analytical pipelines ---------------------------------------------------------------------
@@ -340,10 +352,13 @@ def evaluate_prose(task: str, inputs: Inputs) -> str:
     notes = [line for line in _joined(inputs).splitlines() if " → " in line]
     flags = [line for line in _joined(inputs).splitlines() if line.strip().startswith("! ")]
     addressed = min(len(notes), len(flags))
-    verdict = "accept" if addressed >= len(flags) else "revise again"
-    return (
-        f"## Prose verdict: {verdict}\nThe notes address {addressed} of {len(flags)} "
-        f"measured problem(s)."
+    left = [flag.strip()[2:] for flag in flags[addressed:]]
+    score = 8 if not flags else max(1, round(10 * addressed / len(flags)))
+    return _verdict(
+        score,
+        [f"the notes address {addressed} of {len(flags)} measured problem(s)"],
+        left,
+        "revise again for the problems left" if left else "apply the notes as written",
     )
 
 
@@ -389,8 +404,8 @@ def draft_foreshadowing(task: str, inputs: Inputs) -> str:
             )
         elif stakes:
             lines.append(
-                f'- Opening of {stakes.group(1)}: "By nightfall the gate must hold, '
-                'or none of us will."'
+                f'- Opening of {stakes.group(1)}: "Before the day is out this must be '
+                'settled, or none of us walks away."'
             )
     if len(lines) == 1:
         lines.append("- (nothing to insert)")
@@ -492,12 +507,15 @@ def restructure_outline(task: str, inputs: Inputs) -> str:
 
 
 def evaluate_outline(task: str, inputs: Inputs) -> str:
-    items = re.findall(r"^\d+\. .+ — (.+)$", _joined(inputs), re.MULTILINE)
-    kept = sum(item.startswith("keep") for item in items)
-    score = round(10 * kept / len(items)) if items else 1
-    return (
-        f"## Outline verdict: {score}/10\n{kept} of {len(items)} scene(s) carry their "
-        f"weight as planned."
+    items = re.findall(r"^\d+\. (.+) — (.+)$", _joined(inputs), re.MULTILINE)
+    kept = [title for title, note in items if note.startswith("keep")]
+    weak = [f"{title}: {note}" for title, note in items if not note.startswith("keep")]
+    score = round(10 * len(kept) / len(items)) if items else 1
+    return _verdict(
+        max(1, score),
+        [f"{len(kept)} of {len(items)} scene(s) carry their weight as planned"],
+        weak,
+        "deepen or merge the thin scenes" if weak else "keep the structure",
     )
 
 

@@ -1,11 +1,16 @@
-"""OpenAI-compatible chat completions: OpenAI itself, vLLM, Ollama, llama.cpp servers.
+"""OpenAI-compatible chat completions: OpenAI itself, vLLM, Ollama, llama.cpp, LiteLLM.
 
 Needs the `openai` extra. The SDK's own retries are off: the engine retries, and records
-every attempt as an event.
+every attempt as an event. The system prompt (the role) and the user message (the task)
+are separate messages; a reply contract is sent as `response_format` (JSON Schema
+structured output), and if the server refuses that parameter the request is sent again
+without it: the contract is in the system prompt too, and the engine validates the reply.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 from controlroom.domain.errors import ModelCallError
@@ -14,7 +19,10 @@ from controlroom.models.config import ProviderConfig
 from controlroom.models.keys import api_key
 from controlroom.models.offline import approx_tokens
 from controlroom.models.port import ModelRequest, ModelResponse, TextSink
-from controlroom.models.sdk_errors import import_sdk, translated
+from controlroom.models.sdk_errors import import_sdk, parsed_stream, translated
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_OWN_KEYS = ("model", "messages", "stream")
 
 
 class OpenAICompatibleModel:
@@ -23,45 +31,90 @@ class OpenAICompatibleModel:
         self._sdk = import_sdk(provider, "openai", "openai")
         self._key = api_key(provider, config)
         self._config = config
+        self._base_url = config.base_url or DEFAULT_BASE_URL
+        #: Set when this server refused `response_format` once: not sent again.
+        self._refuses_schema = config.structured_output == "never"
 
     def _client(self) -> Any:
         # One client per call, closed after it: an SDK client's connections belong to the
         # event loop that opened them, and a run may be resumed on another loop.
         return self._sdk.AsyncOpenAI(
+            # Never an ambient OPENAI_API_KEY: only the key the configuration names.
             api_key=self._key or "unused",
-            base_url=self._config.base_url,
-            timeout=self._config.timeout_s,
+            base_url=self._base_url,
+            # The idle timeout bounds each read (the first byte, then each chunk), so a
+            # server streaming steadily is never cut off; the engine holds the deadline.
+            timeout=self._sdk.Timeout(
+                self._config.timeout_s, connect=self._config.connect_timeout_s
+            ),
             max_retries=0,
         )
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages.append({"role": "user", "content": request.prompt})
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # Passed through as given: servers differ in what they accept.
+            **request.params,
+        }
+        if request.response_schema is not None and not self._refuses_schema:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.contract_name or request.prompt_type,
+                    "schema": dict(request.response_schema),
+                },
+            }
+        return body
 
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
-        with translated(self._sdk, self._key):
+        body = self.request_body(request)
+        try:
+            return await self._send(body, request, on_text)
+        except ModelCallError as exc:
+            refused = exc.kind == "rejected" and exc.status in (400, 404, 415, 422, 501)
+            auto = self._config.structured_output == "auto"
+            if not (auto and refused and "response_format" in body):
+                raise
+        self._refuses_schema = True
+        body = self.request_body(request)
+        return replace(await self._send(body, request, on_text), sent=body)
+
+    async def _send(
+        self, body: dict[str, Any], request: ModelRequest, on_text: TextSink | None
+    ) -> ModelResponse:
+        extra = {k: v for k, v in body.items() if k not in _OWN_KEYS}
+        with translated(self._sdk, self._key, self._base_url):
             async with self._client() as client:
-                stream = await client.chat.completions.create(
-                    model=request.model,
-                    messages=[{"role": "user", "content": request.prompt}],
-                    stream=True,
-                    stream_options={"include_usage": True},
-                    # Passed through as given: servers differ in what they accept.
-                    extra_body=dict(request.params),
+                raw = await client.chat.completions.with_raw_response.create(
+                    model=body["model"], messages=body["messages"], stream=True, extra_body=extra
                 )
-                parts, finish, usage = await self._read(stream, on_text)
+                if "text/event-stream" in raw.headers.get("content-type", ""):
+                    parts, finish, usage = await self._read(await parsed_stream(raw), on_text)
+                else:  # a server that ignores `stream: true` and answers with one body
+                    parts, finish, usage = _whole(json.loads(await raw.http_response.aread()))
+                    if parts and on_text is not None:
+                        on_text(parts[0])
         text = "".join(parts)
         if finish == "length":
             raise ModelCallError(
                 "unusable", "the reply was cut off at the token limit (finish_reason=length)"
             )
+        if finish is None:
+            raise ModelCallError(
+                "incomplete",
+                f"the stream ended before the reply finished (no finish reason, "
+                f"{len(text)} characters received)",
+            )
         if not text.strip():
             raise ModelCallError("unusable", "the reply was empty")
-        return ModelResponse(
-            text,
-            TokenUsage(
-                input_tokens=getattr(usage, "prompt_tokens", None) or approx_tokens(request.prompt),
-                output_tokens=getattr(usage, "completion_tokens", None) or approx_tokens(text),
-            ),
-        )
+        return ModelResponse(text, _usage(usage, request, text))
 
     async def _read(
         self, stream: Any, on_text: TextSink | None
@@ -81,3 +134,28 @@ class OpenAICompatibleModel:
                 if choice.finish_reason:
                     finish = choice.finish_reason
         return parts, finish, usage
+
+
+def _whole(data: Any) -> tuple[list[str], str | None, Any]:
+    if not isinstance(data, dict) or "error" in data:
+        raise ModelCallError("stream_error", f"error body instead of a reply: {str(data)[:300]}")
+    choices = data.get("choices") or [{}]
+    message = choices[0].get("message") or {}
+    usage = data.get("usage") or {}
+
+    class _Usage:
+        prompt_tokens = usage.get("prompt_tokens")
+        completion_tokens = usage.get("completion_tokens")
+
+    content = message.get("content") or ""
+    return [content] if content else [], choices[0].get("finish_reason"), _Usage()
+
+
+def _usage(usage: Any, request: ModelRequest, text: str) -> TokenUsage:
+    measured_in = getattr(usage, "prompt_tokens", None)
+    measured_out = getattr(usage, "completion_tokens", None)
+    return TokenUsage(
+        input_tokens=measured_in or approx_tokens(f"{request.system}\n{request.prompt}"),
+        output_tokens=measured_out or approx_tokens(text),
+        estimated=not (measured_in and measured_out),
+    )

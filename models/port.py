@@ -19,18 +19,27 @@ class ModelRequest:
     tier: str
     agent_archetype: str
     prompt_type: str
+    #: The user message: the task and the slots (what to do).
     prompt: str
     #: The text each input slot contributed to the prompt (what the agent was shown).
     inputs: Mapping[str, str] = field(default_factory=dict)
     task_description: str = ""
     #: Provider parameters from the role's configuration (temperature, max_tokens, ...).
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: The system prompt: the role (who and how), with the output contract if there is one.
+    system: str = ""
+    #: The reply's JSON Schema, sent as structured output where the provider supports it.
+    response_schema: Mapping[str, Any] | None = None
+    contract_name: str | None = None
 
 
 @dataclass(frozen=True)
 class ModelResponse:
     text: str
     usage: TokenUsage
+    #: The exact body sent for this reply, when it differs from `request_body(request)`
+    #: (a server that refused structured output was asked again without it).
+    sent: Mapping[str, Any] | None = None
 
 
 class ModelClient(Protocol):
@@ -40,6 +49,11 @@ class ModelClient(Protocol):
     """
 
     provider: str
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The exact JSON body `complete` sends for `request` (never any key): recorded,
+        content-addressed, so an auditor sees precisely what the model was sent."""
+        ...
 
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None

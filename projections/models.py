@@ -124,6 +124,7 @@ class RunDetail(ViewModel):
     recipe_fingerprint: str
     error: str | None
     resumed: int | None = omitted_when_none("how many times the run was resumed")
+    retried: int | None = omitted_when_none("how many times the user retried the failed run")
     owner: str | None = omitted_when_none(OWNER)
     lease_expires_at: str | None = omitted_when_none(LEASE)
     damage: str | None = omitted_when_none(DAMAGE)
@@ -168,6 +169,14 @@ class StepView(ViewModel):
     latency_ms: float | None = None
     attempts: int | None = None
     cost_usd: float | None = None
+    request_ref: str | None = omitted_when_none(
+        "the recorded request this reply answers (`controlroom show RUN --request STEP`)"
+    )
+    contract: str | None = omitted_when_none("the output contract the reply satisfied")
+    rejected_replies: int | None = omitted_when_none("replies refused by the contract")
+    stop_hook: dict[str, Any] | None = omitted_when_none(
+        "STOP_HOOK: the contract, attempts and errors when no reply was valid"
+    )
 
 
 class PointerSlot(ViewModel):

@@ -185,6 +185,26 @@ class RunView:
             attempts=e.get("attempts", 1),
             cost_usd=e.get("cost_usd"),
         )
+        step = self._step(e)
+        for key in ("request_ref", "contract"):
+            if e.get(key) is not None:
+                step[key] = e[key]
+
+    def _on_reply_rejected(self, e: dict[str, Any], at: str) -> None:
+        step = self._step(e)
+        step["rejected_replies"] = step.get("rejected_replies", 0) + 1
+
+    def _on_stop_hook(self, e: dict[str, Any], at: str) -> None:
+        self._step(e)["stop_hook"] = {
+            "contract": e["contract"],
+            "attempts": e["attempts"],
+            "errors": e["errors"],
+        }
+
+    def _on_retried(self, e: dict[str, Any], at: str) -> None:
+        self.run["retried"] = self.run.get("retried", 0) + 1
+        self.run.update(status="running", error=None, completed_at=None)
+        self.dod = None
 
     def _on_slot(self, e: dict[str, Any], at: str) -> None:
         name = e["slot"]
@@ -331,6 +351,9 @@ _HANDLERS: dict[str, Handler] = {
     "RunFailed": RunView._on_failed,
     "RunCancelled": RunView._on_cancelled,
     "RunResumed": RunView._on_resumed,
+    "AgentReplyRejected": RunView._on_reply_rejected,
+    "StopHook": RunView._on_stop_hook,
+    "RunRetried": RunView._on_retried,
 }
 #: Event types only a run's stream carries: one of them from an unknown stream is a run
 #: whose `RunStarted` is missing.

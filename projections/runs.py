@@ -88,7 +88,16 @@ def _fold(view: RunView, item: Recorded) -> None:
             )
         view.version = max(view.version, item.version)
         return
-    view.apply_data(item.type_name, data)
+    try:
+        view.apply_data(item.type_name, data)
+    except Exception as exc:  # JSON that parses but not as this event: damaged, not fatal
+        if view.damage is None:
+            view.mark_damaged(
+                item.originator_id,
+                None,
+                f"event v{item.version} ({item.type_name}) cannot be folded: {exc!r}",
+            )
+        view.version = max(view.version, item.version)
 
 
 def _row(run_id: str, view: RunView) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controlroom.domain.errors import PromptError
+from controlroom.prompts.contracts import BUNDLED, Contract, schema_of
 
 BUNDLED_DIR = Path(__file__).parent
 TIERS = ("t1", "t3", "t5")
@@ -30,6 +31,9 @@ class TemplateEntry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     label: str = ""
     variants: dict[str, str] = Field(min_length=1)
+    #: The reply's output contract: a bundled contract id (`continuity_report`) or a JSON
+    #: Schema file relative to a registry layer (`contracts/my_report.schema.json`).
+    contract: str | None = None
 
 
 class RegistryFile(BaseModel):
@@ -39,11 +43,21 @@ class RegistryFile(BaseModel):
 
 @dataclass(frozen=True)
 class RenderedPrompt:
+    """Seed 004, section 4: the system prompt says who the agent is and how it works (the
+    template's text before its first `## ` heading, plus the output contract); the user
+    message says what to do (the task and the slots)."""
+
     prompt_type: str
     variant: str
-    text: str
+    system: str
+    user: str
     #: Exactly what each input slot contributed, keyed by slot name.
     inputs: dict[str, str]
+    contract: Contract | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.system}\n\n{self.user}" if self.system else self.user
 
 
 def home_prompts_dir() -> Path:
@@ -107,11 +121,37 @@ class PromptRegistry:
             used.add(name)
             return slots[name]
 
-        text = _PLACEHOLDER.sub(fill, template)
+        role, task = split_template(template)
+        if _PLACEHOLDER.search(role):
+            raise PromptError(
+                f"template {path.name}: the role part (before the first '## ' heading) "
+                "must not contain placeholders: the task and slots go in the user message"
+            )
+        text = _PLACEHOLDER.sub(fill, task)
         extra = [name for name in slots if name not in used]
         if extra:
             text += "".join(f"\n\n## {name}\n{slots[name]}" for name in extra)
-        return RenderedPrompt(prompt_type, variant, text, dict(slots))
+        contract = self.contract_for(prompt_type)
+        system = role.strip()
+        if contract is not None:
+            system = f"{system}\n\n{contract.rendered()}" if system else contract.rendered()
+        return RenderedPrompt(prompt_type, variant, system, text.strip(), dict(slots), contract)
+
+    def contract_for(self, prompt_type: str) -> Contract | None:
+        entry = self.entries.get(prompt_type)
+        if entry is None or entry.contract is None:
+            return None
+        name = entry.contract
+        if name in BUNDLED:
+            return Contract(name, schema_of(BUNDLED[name]))
+        path = self._locate(prompt_type, name)
+        try:
+            schema = json.loads(self._read(path))
+        except ValueError as exc:
+            raise PromptError(f"{path}: contract of '{prompt_type}' is not JSON: {exc}") from None
+        if not isinstance(schema, dict):
+            raise PromptError(f"{path}: the contract of '{prompt_type}' must be a JSON object")
+        return Contract(path.stem.removesuffix(".schema"), schema)
 
     def _locate(self, prompt_type: str, relative: str) -> Path:
         if Path(relative).is_absolute() or ".." in Path(relative).parts:
@@ -126,6 +166,15 @@ class PromptRegistry:
         if path not in self._cache:
             self._cache[path] = path.read_text(encoding="utf-8")
         return self._cache[path]
+
+
+def split_template(template: str) -> tuple[str, str]:
+    """(role, task): the text before the first `## ` heading is who and how; the rest is
+    what. A template with no heading is all task."""
+    match = re.search(r"^## ", template, re.MULTILINE)
+    if match is None:
+        return "", template
+    return template[: match.start()], template[match.start() :]
 
 
 def _read_registry(path: Path) -> RegistryFile:

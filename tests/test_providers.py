@@ -269,3 +269,134 @@ def test_the_models_schema_file_is_generated_from_the_models() -> None:
         "models/models.schema.json is stale: run `controlroom models schema > "
         "models/models.schema.json`"
     )
+
+
+# -- defects found against third-party servers (LiteLLM, llama.cpp) ---------------------------
+
+
+def test_anthropic_without_a_key_variable_sends_no_ambient_key_to_its_base_url(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-ambient-0000")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "ambient-token-1111")
+    with fake("anthropic", "ok") as (base, script):
+        configure(workspace, "anthropic", base, api_key_env=None)
+        run, _ = draft(workspace)
+    assert run.status == RunStatus.DONE, run.error
+    sent = json.dumps(script.requests[0]["headers"])
+    assert "ambient" not in sent
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_stream_cut_before_its_finish_is_a_failed_attempt_and_retried(
+    workspace: Path, kind: str
+) -> None:
+    partials: list[tuple[int, str]] = []
+    with fake(kind, "cut", "ok") as (base, _):
+        configure(workspace, kind, base)
+        ctx = Context.open(workspace)
+        service = RunService(ctx)
+
+        def on_partial(*, step_id: str, attempt: int, text: str, **_: object) -> None:
+            if step_id == "draft":
+                partials.append((attempt, text))
+
+        started = service.start(RunRequest("Draft scene 4", {}))
+        run = asyncio.run(service.execute(started, on_partial))
+        events = ctx.store.stream(run.id)
+        ctx.close()
+    assert run.status == RunStatus.DONE, run.error
+    failed = [e for e in events if isinstance(e, ModelAttemptFailed)]
+    assert [(a.kind, a.will_retry) for a in failed] == [("incomplete", True)]
+    writer = next(e for e in events if isinstance(e, AgentResponded) and e.step_id == "draft")
+    assert writer.output.strip() == REPLY and writer.attempts == 2
+    assert {a for a, _ in partials} == {1, 2}  # a retry's text is told from the first's
+    assert "".join(t for a, t in partials if a == 1).strip() == "The scene begins"
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_stream_that_is_always_cut_fails_and_never_completes_the_run(
+    workspace: Path, kind: str
+) -> None:
+    with fake(kind, "cut") as (base, _):
+        configure(workspace, kind, base)
+        run, _ = draft(workspace)
+    assert run.status == RunStatus.FAILED and "incomplete" in (run.error or "")
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_an_error_event_mid_stream_is_retried(workspace: Path, kind: str) -> None:
+    with fake(kind, "midstream_error", "ok") as (base, _):
+        configure(workspace, kind, base)
+        run, events = draft(workspace)
+    assert run.status == RunStatus.DONE, run.error
+    failed = [e for e in events if isinstance(e, ModelAttemptFailed)]
+    assert [(a.kind, a.will_retry) for a in failed] == [("stream_error", True)]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_usage_a_server_does_not_send_is_recorded_as_estimated(workspace: Path, kind: str) -> None:
+    with fake(kind, "no_usage") as (base, _):
+        configure(workspace, kind, base)
+        run, events = draft(workspace)
+    writer = next(e for e in events if isinstance(e, AgentResponded) and e.step_id == "draft")
+    assert run.status == RunStatus.DONE and writer.usage.estimated
+    assert writer.usage.input_tokens > 0 and writer.usage.output_tokens > 0
+
+
+def test_input_tokens_a_proxy_reports_at_the_end_of_an_anthropic_stream_are_counted(
+    workspace: Path,
+) -> None:
+    script = Script(["ok"])
+    with serve(anthropic_app(script, input_tokens_at_start=0)) as base:
+        configure(workspace, "anthropic", base)
+        _, events = draft(workspace)
+    writer = next(e for e in events if isinstance(e, AgentResponded) and e.step_id == "draft")
+    assert (writer.usage.input_tokens, writer.usage.estimated) == (250, False)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_slow_steady_stream_outlasting_the_idle_timeout_is_not_cut(
+    workspace: Path, kind: str
+) -> None:
+    with fake(kind, "slow") as (base, script):
+        configure(workspace, kind, base, timeout_s=0.6)
+        started = time.monotonic()
+        run, events = draft(workspace)
+    assert time.monotonic() - started > 0.6 * 2  # longer than the idle timeout, twice over
+    assert run.status == RunStatus.DONE, run.error
+    assert len(script.requests) == 1
+    assert not any(isinstance(e, ModelAttemptFailed) for e in events)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_server_that_ignores_streaming_and_sends_one_body_is_understood(
+    workspace: Path, kind: str
+) -> None:
+    with fake(kind, "whole") as (base, _):
+        configure(workspace, kind, base)
+        run, events = draft(workspace)
+    assert run.status == RunStatus.DONE, run.error
+    writer = next(e for e in events if isinstance(e, AgentResponded) and e.step_id == "draft")
+    assert writer.output.strip() == REPLY
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_connection_error_names_the_host(workspace: Path, kind: str) -> None:
+    base = "http://127.0.0.1:9/v1" if kind == "openai" else "http://127.0.0.1:9"
+    configure(workspace, kind, base, max_retries=0)
+    run, _ = draft(workspace)
+    assert run.status == RunStatus.FAILED and "127.0.0.1:9" in (run.error or "")
+
+
+def test_a_call_past_its_overall_deadline_is_an_agent_failure_not_retried(
+    workspace: Path,
+) -> None:
+    with fake("openai", "slow") as (base, script):
+        configure(workspace, "openai", base, timeout_s=5, deadline_s=0.5)
+        run, events = draft(workspace)
+    assert run.status == RunStatus.FAILED and "deadline" in (run.error or "")
+    assert len(script.requests) == 1
+    assert [(a.kind, a.will_retry) for a in events if isinstance(a, ModelAttemptFailed)] == [
+        ("deadline", False)
+    ]

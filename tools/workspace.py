@@ -10,6 +10,9 @@ from controlroom.domain.errors import WorkspaceError
 
 STATE_DIR = ".control-room"
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+#: The common file-system limits (NAME_MAX, PATH_MAX): longer paths are refused by name
+#: here rather than failing inside a tool with the operating system's error.
+MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4096
 
 
 class Workspace:
@@ -31,7 +34,15 @@ class Workspace:
         """The real path of a workspace-relative path, or a WorkspaceError naming why not."""
         if not isinstance(relative, str) or not relative.strip():
             raise WorkspaceError("empty path")
+        if "\x00" in relative:
+            raise WorkspaceError(f"path {relative!r} contains a NUL character")
         pure = PurePosixPath(relative.replace("\\", "/"))
+        too_long = [part for part in pure.parts if len(part.encode("utf-8")) > MAX_NAME_BYTES]
+        if too_long or len(relative.encode("utf-8")) > MAX_PATH_BYTES:
+            raise WorkspaceError(
+                f"path '{relative[:80]}…' is too long: at most {MAX_NAME_BYTES} bytes a name "
+                f"and {MAX_PATH_BYTES} in all"
+            )
         if pure.is_absolute() or Path(relative).is_absolute():
             raise WorkspaceError(f"path '{relative}' is absolute; use a path inside the workspace")
         if ".." in pure.parts:
@@ -42,15 +53,18 @@ class Workspace:
         return real
 
     def exists(self, relative: str) -> bool:
-        return self.resolve(relative).is_file()
+        try:
+            return self.resolve(relative).is_file()
+        except OSError as exc:  # not a file we can reach (permissions, a loop of links)
+            raise WorkspaceError(f"cannot look at '{relative}': {exc.strerror}") from exc
 
     def read_text(self, relative: str) -> str:
         """File text, read once per workspace object (a run sees one consistent snapshot)."""
         key = str(PurePosixPath(relative.replace("\\", "/")))
         if key not in self._texts:
-            path = self.resolve(relative)
-            if not path.is_file():
+            if not self.exists(relative):
                 raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
+            path = self.resolve(relative)
             try:
                 self._texts[key] = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:

@@ -1,0 +1,80 @@
+// The page's entry point: a hash router over the views, and the token form.
+
+import { api, onUnauthorized, setToken, token, Unauthorized } from "./api.js";
+import { errorBox, h, replace } from "./dom.js";
+import { showDiff } from "./diff.js";
+import { showIssue, showIssues } from "./issues.js";
+import { showRun } from "./run.js";
+import { showRuns } from "./runs.js";
+
+const view = document.getElementById("view");
+const tokenForm = document.getElementById("token-form");
+let current = null; // the shown view's cleanup (it stops its live feeds)
+let navigations = 0;
+
+const ROUTES = [
+  [/^#?\/?$/, () => showRuns],
+  [/^#\/runs\/([^/]+)$/, (m) => (node) => showRun(node, decodeURIComponent(m[1]))],
+  [/^#\/diff\/([^/]+)\/([^/]+)$/, (m) => (node) => showDiff(node, decodeURIComponent(m[1]), decodeURIComponent(m[2]))],
+  [/^#\/issues$/, () => showIssues],
+  [/^#\/issues\/([^/]+)$/, (m) => (node) => showIssue(node, decodeURIComponent(m[1]))],
+];
+
+function route() {
+  if (current) current();
+  current = null;
+  const hash = location.hash || "#/";
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    link.classList.toggle("active", (link.dataset.nav === "issues") === hash.startsWith("#/issues"));
+  }
+  const ticket = ++navigations;
+  for (const [pattern, make] of ROUTES) {
+    const match = pattern.exec(hash);
+    if (match) {
+      // Each view gets its own node: one still loading when the user moves on writes
+      // into a detached node, and its feeds stop as soon as it hands back its cleanup.
+      const node = h("div", { class: "page" });
+      replace(view, node);
+      Promise.resolve(make(match)(node))
+        .then((cleanup) => {
+          const stop = typeof cleanup === "function" ? cleanup : null;
+          if (ticket === navigations) current = stop;
+          else if (stop) stop();
+        })
+        .catch((error) => {
+          if (!(error instanceof Unauthorized)) replace(node, errorBox(error));
+        });
+      return;
+    }
+  }
+  replace(view, errorBox("No such page."));
+}
+
+function askForToken(refusedOne) {
+  if (current) current();
+  current = null;
+  navigations += 1;
+  replace(view);
+  tokenForm.hidden = false;
+  document.getElementById("token-error").hidden = !refusedOne;
+  document.getElementById("token-input").focus();
+}
+
+onUnauthorized(() => askForToken(Boolean(token())));
+
+tokenForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("token-input");
+  setToken(input.value);
+  input.value = "";
+  try {
+    await api("/api/log/head");
+  } catch (error) {
+    if (error instanceof Unauthorized) return;
+  }
+  tokenForm.hidden = true;
+  route();
+});
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,93 @@
+// The audit view: the run as it stood at any version (a slider over its events), and the
+// badge that says whether its stored events still match their hash chain.
+
+import { api } from "./api.js";
+import { badge, errorBox, h, replace } from "./dom.js";
+
+export async function showVerified(node, base) {
+  replace(node, h("span", { class: "verify pending", id: "verified", dataset: { verified: "checking" } }, "checking the hash chain…"));
+  try {
+    const result = await api(`${base}/verify`);
+    const recheck = h("button", { type: "button", class: "small", id: "verify-again", onclick: () => showVerified(node, base) }, "Check again");
+    if (result.verified) {
+      replace(node, h("span", { class: "verify ok", id: "verified", dataset: { verified: "true" } }, `✓ verified: ${result.events} events match their hash chain`), " ", recheck);
+    } else {
+      replace(
+        node,
+        h("span", { class: "verify bad", id: "verified", dataset: { verified: "false" } }, `✗ tampered: ${result.problems.length} problem(s)`),
+        " ",
+        recheck,
+        h("ul", { class: "problems" }, result.problems.map((p) => h("li", {}, `v${p.version} ${p.kind}: ${p.message}`))),
+      );
+    }
+  } catch (error) {
+    replace(node, h("span", { class: "verify bad", id: "verified", dataset: { verified: "error" } }, "✗ cannot verify"), errorBox(error));
+  }
+}
+
+export function showAudit(node, base) {
+  const slider = h("input", { type: "range", min: 1, max: 1, value: 1, id: "audit-slider", "aria-label": "version" });
+  const label = h("span", { id: "audit-label" }, "");
+  const view = h("div", { id: "audit-view", class: "audit-view" });
+  let following = true; // the slider tracks the last version until moved by hand
+  let timer = null;
+  let asked = 0;
+  replace(node, h("div", { class: "slider" }, h("label", {}, "As of version ", slider), " ", label), view);
+
+  async function load() {
+    const version = Number(slider.value);
+    const ask = ++asked;
+    try {
+      const at = await api(`${base}/audit?at=${version}`);
+      if (ask !== asked) return; // a later move of the slider has overtaken this answer
+      replace(view, auditView(at));
+      view.dataset.version = String(version);
+    } catch (error) {
+      if (ask === asked) replace(view, errorBox(error));
+    }
+  }
+
+  function update() {
+    label.textContent = `${slider.value} of ${slider.max}`;
+    clearTimeout(timer);
+    timer = setTimeout(load, 120);
+  }
+
+  slider.addEventListener("input", () => {
+    following = Number(slider.value) === Number(slider.max);
+    update();
+  });
+  node.addEventListener("version", (event) => {
+    slider.max = String(event.detail);
+    if (following) {
+      slider.value = String(event.detail);
+      update();
+    } else {
+      label.textContent = `${slider.value} of ${slider.max}`;
+    }
+  });
+}
+
+function auditView(at) {
+  return h(
+    "div",
+    {},
+    h("p", {}, "status ", badge(at.status), ` · phase ${at.phase || "–"} · step ${at.current_step_index} of ${at.total_steps}`),
+    h(
+      "table",
+      { class: "audit-steps" },
+      h("thead", {}, h("tr", {}, ["step", "kind", "status", "output"].map((c) => h("th", {}, c)))),
+      h(
+        "tbody",
+        {},
+        at.steps.map((s) => h("tr", {}, h("td", {}, s.instance_id || s.step_id), h("td", {}, s.tool || s.agent_archetype || s.kind || ""), h("td", {}, badge(s.status)), h("td", { class: "muted" }, s.output_preview || s.error || ""))),
+      ),
+    ),
+    h(
+      "table",
+      { class: "audit-slots" },
+      h("thead", {}, h("tr", {}, ["slot", "type", "preview"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, Object.entries(at.cache_summary).map(([name, slot]) => h("tr", {}, h("td", {}, name), h("td", {}, slot.type), h("td", { class: "muted" }, slot.preview)))),
+    ),
+  );
+}

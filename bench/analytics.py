@@ -1,0 +1,150 @@
+"""DuckDB analytics: ingest rate beside the raw read rate of the same log, and query times.
+
+    .venv/bin/python bench/analytics.py [--events 1000000] [--batch 20000]
+
+Builds a SQLite store in a temporary folder: one run of every bundled recipe (done and DoD
+failures, with their issues) is executed for real, and its stored records are then copied
+under new run ids, spread over 60 days, until the log holds `--events` events. Prints the
+raw read rate (the recorder's `select_notifications`, no decoding), the decoded read rate
+(orjson per event), the ingest rate of a rebuild into analytics.duckdb, the same for an
+incremental catch-up of the last 10%, and the time of every built-in report over the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from eventsourcing.persistence import StoredEvent
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from controlroom.engine.context import Context  # noqa: E402
+from controlroom.engine.followers import Followers  # noqa: E402
+from controlroom.engine.service import RunRequest, RunService  # noqa: E402
+from controlroom.projections.analytics import AnalyticsProjection  # noqa: E402
+from controlroom.projections.analytics_sql import REPORTS  # noqa: E402
+
+TASKS = [
+    "Draft scene 4",
+    "consistency check",
+    "prose review",
+    "foreshadowing audit",
+    "validate scene",
+    "canon update",
+    "outline restructure",
+]
+
+
+def build(workspace: Path, events: int) -> Context:
+    ctx = Context.open(workspace)
+    service = RunService(ctx)
+    for task in TASKS:
+        try:
+            asyncio.run(service.execute(service.start(RunRequest(task, {}))))
+        except Exception as exc:  # a recipe this workspace cannot run: skip it
+            print(f"  (skipped '{task}': {exc})")
+    Followers(ctx.store).catch_up()
+    template = ctx.store.recorder.select_notifications(start=0, limit=100_000)
+    day = template[0].state.decode().split('"timestamp":"')[1][:10].encode()
+    pending: list[StoredEvent] = []
+    copy = 0
+    while ctx.store.max_position() + len(pending) < events:
+        copy += 1
+        new_day = f"2026-01-{1 + copy % 28:02d}".encode() if copy % 2 else day
+        for note in template:
+            old = str(note.originator_id)
+            new = f"{old}_{copy}"
+            state = note.state.replace(old.encode(), new.encode()).replace(day, new_day)
+            pending.append(StoredEvent(new, note.originator_version, note.topic, state))
+        if len(pending) >= 20_000:
+            ctx.store.recorder.insert_events(pending)
+            pending = []
+    if pending:
+        ctx.store.recorder.insert_events(pending)
+    return ctx
+
+
+def rate(count: int, seconds: float) -> str:
+    return f"{count:,} events in {seconds:.2f}s = {count / seconds:,.0f} events/s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=20_000)
+    ns = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="cr-bench-analytics-"))
+    try:
+        workspace = folder / "novel"
+        shutil.copytree(ROOT / "examples" / "novel", workspace)
+        started = time.perf_counter()
+        ctx = build(workspace, ns.events)
+        head = ctx.store.max_position()
+        print(f"log: {head:,} events in SQLite, built in {time.perf_counter() - started:.1f}s")
+
+        started, position, read = time.perf_counter(), 0, 0
+        while True:
+            notes = ctx.store.recorder.select_notifications(
+                start=position, limit=ns.batch, inclusive_of_start=False
+            )
+            read += len(notes)
+            if len(notes) < ns.batch:
+                break
+            position = notes[-1].id
+        raw_s = time.perf_counter() - started
+        print(f"raw read (select_notifications):  {rate(read, raw_s)}")
+
+        started, position, read = time.perf_counter(), 0, 0
+        while True:
+            notes = ctx.store.recorder.select_notifications(
+                start=position, limit=ns.batch, inclusive_of_start=False
+            )
+            for note in notes:
+                orjson.loads(note.state)
+            read += len(notes)
+            if len(notes) < ns.batch:
+                break
+            position = notes[-1].id
+        print(f"decoded read (+ orjson per event): {rate(read, time.perf_counter() - started)}")
+
+        path = workspace / ".control-room" / "analytics.duckdb"
+        with AnalyticsProjection(ctx.store, path) as analytics:
+            started = time.perf_counter()
+            loaded = analytics.rebuild(batch_size=ns.batch)
+            ingest_s = time.perf_counter() - started
+            print(f"analytics rebuild (ingest):       {rate(loaded, ingest_s)}")
+            print(f"  ingest / raw read: {raw_s / ingest_s:.2f}")
+            size = path.stat().st_size / 1e6
+            print(f"  analytics.duckdb: {size:,.0f} MB")
+            for name in REPORTS:
+                analytics.report(name)  # warm the file cache once
+                started = time.perf_counter()
+                result = analytics.report(name)
+                took = (time.perf_counter() - started) * 1000
+                print(f"  report {name:<14} {result.row_count:>5} rows {took:8.1f} ms")
+            started = time.perf_counter()
+            result = analytics.query(
+                "SELECT recipe_id, step_id, quantile_cont(duration_ms, [0.5, 0.95]) AS p50_p95, "
+                "count(*) FROM steps GROUP BY ALL"
+            )
+            took = (time.perf_counter() - started) * 1000
+            print(f"  p50/p95 step duration by recipe and step: {took:.1f} ms")
+            started = time.perf_counter()
+            result = analytics.query("SELECT event_type, count(*) FROM events GROUP BY ALL")
+            took = (time.perf_counter() - started) * 1000
+            print(f"  events by type: {took:.1f} ms")
+        ctx.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

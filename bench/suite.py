@@ -1,0 +1,372 @@
+"""The benchmark suite: one command, one table, each figure beside its raw baseline measured
+in the same run, on SQLite and (when reachable) PostgreSQL.
+
+    .venv/bin/python bench/suite.py [--quick] [--postgres DSN] [--markdown FILE]
+
+Rows:
+- per-step cost of the main job (8 steps, offline model at zero latency) and of a recipe of
+  8 trivial tool steps, beside a raw `eventsourcing` save of one small event per step;
+- 1, 10 and 50 runs of the main job at once, model calls taking 200 ms, beside one run's
+  wall time (the target: 50 runs within 1.3x of one);
+- 1, 2 and 4 worker processes on PostgreSQL over queued runs at 200 ms per model call,
+  beside one worker's throughput;
+- projection rebuild beside the decoded read of the same log;
+- CLI start-up (`controlroom --help`) beside a bare `python -c pass`.
+
+Machines are noisy: every ratio compares figures taken in the same run, minutes apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+from uuid import uuid4
+
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate, event
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from controlroom.domain.run import RunStatus  # noqa: E402
+from controlroom.engine.context import Context  # noqa: E402
+from controlroom.engine.executor import Executor  # noqa: E402
+from controlroom.engine.service import RunRequest, RunService  # noqa: E402
+from controlroom.engine.settings import Settings  # noqa: E402
+from controlroom.eventstore.config import store_env  # noqa: E402
+from controlroom.eventstore.postgres import ensure_schema  # noqa: E402
+from controlroom.projections.views import Views  # noqa: E402
+from controlroom.tools.base import ToolArgs, ToolRegistry, ToolResult  # noqa: E402
+from controlroom.tools.workspace import Workspace  # noqa: E402
+
+CLI = str(Path(sys.executable).parent / "controlroom")
+DRAFT = "creative_draft_scene"
+TRIVIAL = {
+    "recipe_id": "trivial_steps",
+    "phase_a": [{"step_id": f"s{i}", "tool": "noop", "output_slot": f"slot{i}"} for i in range(8)],
+}
+Row = tuple[str, str, str, str, str]  # what, store, ours, baseline, ratio
+
+
+class NoopArgs(ToolArgs):
+    pass
+
+
+class NoopTool:
+    name: ClassVar[str] = "noop"
+    description: ClassVar[str] = "does nothing: the engine's own cost is all that is left"
+    args_model: ClassVar[type[ToolArgs]] = NoopArgs
+
+    def run(self, args: Any, workspace: Workspace) -> ToolResult:
+        return ToolResult(output={}, summary="nothing")
+
+
+class Counter(Aggregate):
+    def __init__(self) -> None:
+        self.count = 0
+
+    @event("Stepped")
+    def step(self, index: int) -> None:
+        self.count = index
+
+
+@contextmanager
+def workspace_copy() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "novel"
+        shutil.copytree(
+            REPO / "examples" / "novel", target, ignore=shutil.ignore_patterns(".control-room")
+        )
+        overrides = target / ".control-room" / "recipes"
+        overrides.mkdir(parents=True)
+        (overrides / "trivial.json").write_text(json.dumps(TRIVIAL))
+        yield target
+
+
+def open_ctx(workspace: Path, store: str, **env: str) -> Context:
+    settings = Settings.from_env({"CONTROLROOM_STORE": store, **env})
+    tools = ToolRegistry([*ToolRegistry.default(with_plugins=False)._tools.values(), NoopTool()])
+    return Context.open(workspace, settings=settings, tools=tools)
+
+
+def fresh_store_spec(kind: str, dsn: str | None) -> str:
+    if kind == "sqlite":
+        return f"sqlite:bench-{uuid4().hex}.sqlite"
+    assert dsn is not None
+    return f"{dsn}?schema=bench_{uuid4().hex[:12]}"
+
+
+def drop_schema(spec: str) -> None:
+    if "schema=" not in spec:
+        return
+    import psycopg
+
+    from controlroom.eventstore.postgres import conninfo, postgres_env
+
+    env = postgres_env(spec)
+    with psycopg.connect(conninfo(env), autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{env["POSTGRES_SCHEMA"]}" CASCADE')
+
+
+def per_step(
+    kind: str, dsn: str | None, recipe: str, runs: int, rounds: int
+) -> tuple[float, float]:
+    """(ours, raw) median seconds per step."""
+    spec, raw_spec = fresh_store_spec(kind, dsn), fresh_store_spec(kind, dsn)
+    with workspace_copy() as workspace:
+        ctx = open_ctx(workspace, spec)
+        service = RunService(ctx)
+        raw_env = dict(store_env(workspace, raw_spec))
+        ensure_schema(raw_env)
+        raw_app = Application[object](env=raw_env)
+
+        async def ours_round() -> float:
+            started = time.perf_counter()
+            for _ in range(runs):
+                final = await service.execute(service.start(RunRequest(recipe, {})))
+                assert final.status == RunStatus.DONE, final.error
+            return (time.perf_counter() - started) / (runs * 8)
+
+        def raw_round() -> float:
+            started = time.perf_counter()
+            for _ in range(runs):
+                counter = Counter()
+                raw_app.save(counter)
+                for index in range(8):
+                    counter.step(index)
+                    raw_app.save(counter)
+            return (time.perf_counter() - started) / (runs * 8)
+
+        asyncio.run(ours_round())  # warm-up
+        raw_round()
+        ours, raw = [], []
+        for _ in range(rounds):
+            ours.append(asyncio.run(ours_round()))
+            raw.append(raw_round())
+        ctx.close()
+        raw_app.close()
+    for used in (spec, raw_spec):
+        drop_schema(used)
+    return statistics.median(ours), statistics.median(raw)
+
+
+def concurrent_runs(kind: str, dsn: str | None, counts: list[int]) -> dict[int, float]:
+    """Wall time of N runs of the main job at once, model calls taking 200 ms."""
+    spec = fresh_store_spec(kind, dsn)
+    walls: dict[int, float] = {}
+    with workspace_copy() as workspace:
+        # The offline model reads its simulated latency when it is first used.
+        os.environ["CONTROLROOM_OFFLINE_LATENCY_MS"] = "200"
+        ctx = open_ctx(workspace, spec)
+
+        async def wave(n: int) -> float:
+            executor = Executor(ctx, max_concurrent=ctx.settings.max_concurrent_runs)
+            await executor.start([])
+            started = time.perf_counter()
+            for _ in range(n):
+                await executor.submit(RunRequest(DRAFT, {}))
+            while executor.tasks:
+                await asyncio.gather(*executor.tasks.values(), return_exceptions=True)
+            wall = time.perf_counter() - started
+            await executor.stop()
+            return wall
+
+        try:
+            for n in counts:
+                walls[n] = asyncio.run(wave(n))
+        finally:
+            del os.environ["CONTROLROOM_OFFLINE_LATENCY_MS"]
+            ctx.close()
+    drop_schema(spec)
+    return walls
+
+
+def workers_throughput(dsn: str, counts: list[int], runs: int) -> dict[int, float]:
+    """Runs per second finished by N worker processes over `runs` queued runs."""
+    rates: dict[int, float] = {}
+    for n in counts:
+        spec = fresh_store_spec("postgres", dsn)
+        with workspace_copy() as workspace:
+            env = {
+                **os.environ,
+                "CONTROLROOM_STORE": spec,
+                "CONTROLROOM_OFFLINE_LATENCY_MS": "200",
+            }
+            ctx = open_ctx(workspace, spec)
+            service = RunService(ctx)
+            ids = [service.start(RunRequest(DRAFT, {})).id for _ in range(runs)]
+            started = time.perf_counter()
+            procs = [
+                subprocess.Popen(
+                    [CLI, "worker", "-w", str(workspace), "--poll", "0.1", "--concurrency", "8"],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for _ in range(n)
+            ]
+            try:
+                while True:
+                    finished = sum(service.load(run_id).is_finished for run_id in ids)
+                    if finished == runs:
+                        break
+                    time.sleep(0.2)
+                rates[n] = runs / (time.perf_counter() - started)
+            finally:
+                for proc in procs:
+                    proc.send_signal(signal.SIGTERM)
+                for proc in procs:
+                    proc.wait(timeout=60)
+                ctx.close()
+        drop_schema(spec)
+    return rates
+
+
+def rebuild_vs_read(kind: str, dsn: str | None, runs: int) -> tuple[float, float]:
+    """(rebuild, decoded read) events per second over the same log."""
+    spec = fresh_store_spec(kind, dsn)
+    with workspace_copy() as workspace:
+        ctx = open_ctx(workspace, spec)
+        service = RunService(ctx)
+
+        async def fill() -> None:
+            for _ in range(runs):
+                await service.execute(service.start(RunRequest(DRAFT, {})))
+
+        asyncio.run(fill())
+        events = ctx.store.max_position()
+        started = time.perf_counter()
+        decoded = sum(1 for _ in ctx.store.read_log())
+        read_s = time.perf_counter() - started
+        with Views(ctx.store, workspace / "bench-views.sqlite") as views:
+            started = time.perf_counter()
+            views.rebuild()
+            rebuild_s = time.perf_counter() - started
+        ctx.close()
+    drop_schema(spec)
+    assert decoded == events or kind == "postgres"  # a sequence may skip positions
+    return decoded / rebuild_s, decoded / read_s
+
+
+def cli_startup(times: int = 5) -> tuple[float, float]:
+    def median_of(command: list[str]) -> float:
+        walls = []
+        for _ in range(times):
+            started = time.perf_counter()
+            subprocess.run(command, capture_output=True, check=True)
+            walls.append(time.perf_counter() - started)
+        return statistics.median(walls)
+
+    return median_of([CLI, "--help"]), median_of([sys.executable, "-c", "pass"])
+
+
+def postgres_reachable(dsn: str) -> bool:
+    try:
+        import psycopg
+
+        from controlroom.eventstore.postgres import conninfo, postgres_env
+
+        with psycopg.connect(conninfo(postgres_env(dsn)), connect_timeout=3):
+            return True
+    except Exception:
+        return False
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (about 2 minutes)")
+    parser.add_argument(
+        "--postgres", default="postgresql://postgres@127.0.0.1:5432/test", help="base DSN"
+    )
+    parser.add_argument("--markdown", help="also write the table to this Markdown file")
+    ns = parser.parse_args()
+    quick = ns.quick
+    backends = ["sqlite"] + (["postgres"] if postgres_reachable(ns.postgres) else [])
+    rows: list[Row] = []
+
+    def add(what: str, store: str, ours: str, base: str, ratio: float, note: str = "") -> None:
+        rows.append((what, store, ours, base, f"{ratio:.2f}x{note}"))
+        print(" | ".join(rows[-1]), flush=True)
+
+    print("what | store | ours | baseline | ratio", flush=True)
+    for kind in backends:
+        runs, rounds = (5, 3) if quick else (20, 5)
+        ours, raw = per_step(kind, ns.postgres, DRAFT, runs, rounds)
+        add("per step, main job", kind, ms(ours), f"raw save {ms(raw)}", ours / raw)
+        ours, raw = per_step(kind, ns.postgres, "trivial_steps", runs, rounds)
+        add("per step, trivial steps", kind, ms(ours), f"raw save {ms(raw)}", ours / raw)
+        counts = [1, 10, 50]
+        walls = concurrent_runs(kind, ns.postgres, counts)
+        for n in counts[1:]:
+            add(
+                f"{n} runs at once (200 ms calls)",
+                kind,
+                f"{walls[n]:.2f} s",
+                f"1 run {walls[1]:.2f} s",
+                walls[n] / walls[1],
+            )
+        rebuild, read = rebuild_vs_read(kind, ns.postgres, 20 if quick else 100)
+        add(
+            "projection rebuild",
+            kind,
+            f"{rebuild:,.0f} ev/s",
+            f"decoded read {read:,.0f} ev/s",
+            rebuild / read,
+        )
+    if "postgres" in backends:
+        queued = 24 if quick else 200
+        rates = workers_throughput(ns.postgres, [1, 2, 4], queued)
+        for n in (2, 4):
+            add(
+                f"{n} workers, {queued} queued runs",
+                "postgres",
+                f"{rates[n]:.2f} runs/s",
+                f"1 worker {rates[1]:.2f} runs/s",
+                rates[n] / rates[1],
+            )
+    cli, bare = cli_startup()
+    add(
+        "CLI start-up (--help)",
+        "-",
+        f"{cli * 1000:.0f} ms",
+        f"python -c pass {bare * 1000:.0f} ms",
+        cli / bare,
+    )
+    if ns.markdown:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        machine = (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        )
+        lines = [
+            f"Measured {stamp} on {machine}{' (--quick sizes)' if quick else ''}.",
+            "",
+            "| what | store | ours | baseline | ratio |",
+            "|---|---|---|---|---|",
+            *(f"| {' | '.join(row)} |" for row in rows),
+            "",
+        ]
+        Path(ns.markdown).write_text("\n".join(lines))
+        print(f"written to {ns.markdown}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,383 @@
+"""DuckDB analytics: a named projection of the whole log into `.control-room/analytics.duckdb`.
+
+It follows the event log incrementally. Each batch is read from the log, appended to a staging
+table through DuckDB's appender (one bulk insert, not a statement per row), taken apart by the
+`INSERT ... SELECT` statements of `analytics_sql.LOADS`, and committed together with the
+projection's position in `analytics_tracking`, in the same DuckDB transaction: a batch is
+loaded whole or not at all, so a process killed mid-batch loses and duplicates nothing, and the
+next catch-up resumes after the last committed batch. `rebuild` loads the log from zero.
+
+DuckDB lets one process write a file at a time (and not read it while another writes), so the
+file is opened for each catch-up, query or export and closed after, and an open that finds the
+file locked by another process waits for it. The log may live in SQLite, PostgreSQL or memory:
+it is read through the recorder, the same for all three.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, Self
+
+import duckdb
+import orjson
+from eventsourcing.persistence import Notification
+
+from controlroom.domain.errors import BadInputError, StoreUnavailableError
+from controlroom.domain.events import EVENT_TYPES, UnknownEventTypeError, parse_topic
+from controlroom.eventstore.config import state_dir
+from controlroom.eventstore.store import EventStore
+from controlroom.projections.analytics_query import (
+    LOCK_WAIT_S,
+    AnalyticsResult,
+    FileBusyError,
+    QueryLimits,
+    connect_waiting,
+    read_only,
+    run_checked,
+)
+from controlroom.projections.analytics_sql import (
+    LAYOUT,
+    LOADS,
+    REPORTS,
+    STAGED,
+    TABLE_NAMES,
+    TABLES,
+    TRACKING,
+    VIEW_NAMES,
+    VIEWS,
+)
+from controlroom.projections.models import ProjectionStatus
+
+log = logging.getLogger("controlroom.analytics")
+
+NAME: Final = "analytics"
+FILE_NAME: Final = "analytics.duckdb"
+BATCH: Final = 20_000
+#: Test-only fault injection: the process kills itself (SIGKILL) in the middle of its Nth
+#: batch, after the rows are loaded and before they commit. Unset in normal use.
+CRASH_IN_BATCH_VAR: Final = "CONTROLROOM_ANALYTICS_CRASH_IN_BATCH"
+#: No extension is ever fetched at run time: JSON and Parquet are built into the wheel.
+NO_DOWNLOADS: Final = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+}
+
+#: The writer checkpoints when it closes, not after every batch's commit: a batch commits to
+#: the write-ahead log, and the table data is compressed once per catch-up.
+WRITER: Final = {**NO_DOWNLOADS, "checkpoint_threshold": "1GB"}
+
+# One DuckDB file is opened by one connection at a time in this process: DuckDB refuses a
+# read-only and a read-write open of the same file side by side.
+_FILE_LOCKS: dict[Path, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(path: Path) -> threading.RLock:
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(path.resolve(), threading.RLock())
+
+
+def analytics_path(workspace: Path) -> Path:
+    return state_dir(workspace) / FILE_NAME
+
+
+class AnalyticsProjection:
+    """The analytics file of one store; `path` None keeps it in a temporary folder (for an
+    in-memory store, whose log dies with the process too)."""
+
+    name: Final = NAME
+
+    def __init__(self, store: EventStore, path: Path | None) -> None:
+        self.store = store
+        self._tmp: str | None = None
+        if path is None:
+            self._tmp = tempfile.mkdtemp(prefix="controlroom-analytics-")
+            path = Path(self._tmp) / FILE_NAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = _file_lock(path)
+        self._batches = 0
+        raw = os.environ.get(CRASH_IN_BATCH_VAR, "").strip()
+        self._crash_in_batch = int(raw) if raw.isdigit() else None
+        #: The position last committed by this object: skips opening the file when the log
+        #: has not moved (the server's loop asks often).
+        self._seen = -1
+
+    @classmethod
+    def for_workspace(cls, store: EventStore, workspace: Path) -> AnalyticsProjection:
+        durable = "SQLITE_DBNAME" in store.env or "POSTGRES_DBNAME" in store.env
+        return cls(store, analytics_path(workspace) if durable else None)
+
+    # -- following the log -------------------------------------------------------------------
+
+    def catch_up(self, batch_size: int = BATCH, *, wait: bool = True) -> int:
+        """Load every event recorded since the tracked position; returns how many.
+        `wait` False: return 0 at once when another process holds the file (the server's
+        loop comes back soon anyway)."""
+        if self._seen >= 0 and self._seen == self.store.max_position():
+            return 0
+        try:
+            with self._writing(wait) as con:
+                return self._follow(con, batch_size)
+        except FileBusyError:
+            if wait:
+                raise
+            return 0
+
+    def rebuild(self, batch_size: int = BATCH) -> int:
+        """Drop every table and load the whole log again."""
+        with self._writing() as con:
+            self._in_transaction(con, lambda: self._reset(con))
+            return self._follow(con, batch_size)
+
+    def status(self) -> ProjectionStatus:
+        head = self.store.max_position()
+        with self._reading() as con:
+            rows = con.execute(
+                "SELECT position FROM analytics_tracking WHERE name = ?", [NAME]
+            ).fetchall()
+        position = int(rows[0][0]) if rows else 0
+        return ProjectionStatus(name=NAME, position=position, head=head, lag=head - position)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def query(self, sql: str, limits: QueryLimits | None = None) -> AnalyticsResult:
+        """Run one user SELECT on a read-only connection with file access disabled."""
+        with self._lock:
+            self._ensure_exists()
+            return run_checked(self.path, sql, limits or QueryLimits())
+
+    def report(self, name: str, limits: QueryLimits | None = None) -> AnalyticsResult:
+        found = REPORTS.get(name)
+        if found is None:
+            raise BadInputError(f"unknown report '{name}'; known: {', '.join(REPORTS)}")
+        return self.query(found.sql, limits)
+
+    def export_parquet(self, folder: Path) -> list[Path]:
+        """Every table and view as `<name>.parquet` in `folder` (created when missing)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        with self._lock:
+            self._ensure_exists()
+            # Read-only, but with file access: this writes the files the user asked for.
+            con = connect_waiting(self.path, read_only=True, config=NO_DOWNLOADS)
+            try:
+                for table in (*TABLE_NAMES, *VIEW_NAMES):
+                    target = folder / f"{table}.parquet"
+                    con.execute(
+                        f"COPY (SELECT * FROM {table}) TO '{_quoted(target)}' (FORMAT parquet)"
+                    )
+                    written.append(target)
+            finally:
+                con.close()
+        return written
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self, wait: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:
+            con = connect_waiting(
+                self.path, read_only=False, config=WRITER, wait_s=LOCK_WAIT_S if wait else 0
+            )
+            try:
+                self._prepare(con)
+                yield con
+            finally:
+                con.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:
+            self._ensure_exists()
+            con = read_only(self.path)
+            try:
+                yield con
+            finally:
+                con.close()
+
+    def _ensure_exists(self) -> None:
+        if not self.path.exists():
+            with self._writing():
+                pass
+
+    def _prepare(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Bring the file to this layout and this store (else rebuild it from zero)."""
+        con.execute(TRACKING)
+        con.execute(STAGED)
+        rows = con.execute(
+            "SELECT layout, source FROM analytics_tracking WHERE name = ?", [NAME]
+        ).fetchall()
+        if not rows or rows[0] != (LAYOUT, self.store.location()):
+            self._in_transaction(con, lambda: self._reset(con))
+
+    def _reset(self, con: duckdb.DuckDBPyConnection) -> None:
+        for view in VIEW_NAMES:
+            con.execute(f"DROP VIEW IF EXISTS {view}")
+        for table in TABLE_NAMES:
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in (*TABLES, *VIEWS):
+            con.execute(statement)
+        con.execute(
+            "INSERT OR REPLACE INTO analytics_tracking VALUES (?, 0, ?, ?)",
+            [NAME, LAYOUT, self.store.location()],
+        )
+        self._seen = -1
+
+    def _follow(self, con: duckdb.DuckDBPyConnection, batch_size: int) -> int:
+        """Load batch after batch up to the log's head as it is now, each in a transaction
+        of its own with the new position. One thread reads the next batch from the log while
+        DuckDB loads this one (both let go of the GIL for most of their work)."""
+        rows = con.execute(
+            "SELECT position FROM analytics_tracking WHERE name = ?", [NAME]
+        ).fetchall()
+        position = int(rows[0][0]) if rows else 0
+        head = self.store.max_position()
+        if position > head:
+            log.warning("analytics is ahead of the log: rebuilding it")
+            self._in_transaction(con, lambda: self._reset(con))
+            position = 0
+        loaded = 0
+        with ThreadPoolExecutor(1, thread_name_prefix="analytics-read") as reader:
+            pending = reader.submit(self._read, position, head, batch_size)
+            while True:
+                batch = pending.result()
+                done = len(batch) < batch_size
+                new_position = head if done else batch[-1][0]
+                if not done:
+                    pending = reader.submit(self._read, new_position, head, batch_size)
+                self._in_transaction(con, partial(self._load, con, batch, new_position))
+                loaded += len(batch)
+                position = new_position
+                if done:
+                    self._seen = head
+                    return loaded
+
+    def _read(self, position: int, head: int, batch_size: int) -> list[tuple[Any, ...]]:
+        if position >= head:
+            return []
+        try:
+            notes = self.store.recorder.select_notifications(
+                start=position, limit=batch_size, stop=head, inclusive_of_start=False
+            )
+        except Exception as exc:
+            raise StoreUnavailableError(f"cannot read the event log: {exc}") from exc
+        return staged_rows(notes)
+
+    def _load(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        batch: list[tuple[Any, ...]],
+        new_position: int,
+    ) -> None:
+        """One batch and its position, in the caller's transaction."""
+        if batch:
+            appender = con.appender("staged")
+            appender.append_rows(batch)
+            appender.flush()
+            for statement in LOADS:
+                con.execute(statement)
+            con.execute("DELETE FROM staged")
+            self._batches += 1
+            if self._crash_in_batch is not None and self._batches >= self._crash_in_batch:
+                os.kill(os.getpid(), signal.SIGKILL)
+        con.execute(
+            "UPDATE analytics_tracking SET position = ? WHERE name = ?", [new_position, NAME]
+        )
+
+    @staticmethod
+    def _in_transaction(con: duckdb.DuckDBPyConnection, work: Callable[[], None]) -> None:
+        con.execute("BEGIN")
+        try:
+            work()
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
+_TIMESTAMP = b'"timestamp":"'
+_EVENT_HASH = b'"event_hash":"'
+
+
+def _without_envelope(state: bytes) -> bytes:
+    """The event's own fields (`DomainEvent.payload()`): the envelope every event shares
+    comes first in the stored JSON and ends with `event_hash`; its values are columns of
+    their own (the hashes, random and incompressible, stay in the log for audits)."""
+    start = state.find(_EVENT_HASH)
+    if start < 0:
+        return state
+    end = state.find(b'"', start + len(_EVENT_HASH)) + 1
+    rest = state[end : end + 1]
+    if rest == b",":
+        return b"{" + state[end + 1 :]
+    return b"{}" if rest == b"}" else state
+
+
+def staged_rows(notes: Sequence[Notification]) -> list[tuple[Any, ...]]:
+    """The staged form of stored records: the payload JSON as stored (upcast only when its
+    shape is older than this release reads; the rest pass untouched) without its envelope,
+    and the envelope's timestamp, found without parsing (it comes before the payload)."""
+    rows = []
+    topics: dict[str, tuple[str, bool]] = {}
+    for note in notes:
+        topic = note.topic
+        known = topics.get(topic)
+        if known is None:
+            name, shape = parse_topic(topic)
+            known = topics[topic] = (name, shape != _current_shape(name))
+        name, old = known
+        state = note.state
+        if old:
+            # Unreadable: kept as stored, so the payload column still shows it.
+            with contextlib.suppress(UnknownEventTypeError, orjson.JSONDecodeError):
+                state = orjson.dumps(EVENT_TYPES.upcast_data(topic, state)[1])
+        start = state.find(_TIMESTAMP) + len(_TIMESTAMP)
+        at = state[start : state.find(b'"', start)] if start >= len(_TIMESTAMP) else b""
+        state = _without_envelope(state)
+        rows.append(
+            (
+                note.id,
+                str(note.originator_id),
+                note.originator_version,
+                name,
+                topic,
+                at.decode("ascii", "replace"),
+                state.decode("utf-8", "replace"),
+            )
+        )
+    return rows
+
+
+def _current_shape(name: str) -> int:
+    try:
+        return EVENT_TYPES.get(name).class_version
+    except UnknownEventTypeError:
+        return 1
+
+
+def _quoted(path: Path) -> str:
+    return str(path.resolve()).replace("'", "''")

@@ -1,0 +1,393 @@
+"""The analytics database's layout: tables loaded from each batch, views over them, reports.
+
+Every table is append-only, one row per event (or per DoD check), keyed by the event's global
+position: a batch is loaded by a few `INSERT ... SELECT` statements over the staged batch, the
+JSON taken apart by DuckDB itself. What changes over a run's life (status, a step's end, an
+issue's closing) is a view that folds those rows, so a rebuild and an incremental load can
+never disagree, and nothing is ever updated in place.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final, NamedTuple
+
+#: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
+LAYOUT: Final = 3
+
+TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
+    name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
+    source VARCHAR NOT NULL)"""
+
+#: One batch of stored records as read from the log, before DuckDB takes the JSON apart.
+STAGED = """CREATE TEMP TABLE IF NOT EXISTS staged (
+    position BIGINT, aggregate_id VARCHAR, version INTEGER, event_type VARCHAR,
+    topic VARCHAR, ts VARCHAR, payload VARCHAR)"""
+
+TABLES: Final = (
+    """CREATE TABLE aggregates (
+        aggregate_id VARCHAR PRIMARY KEY, aggregate_type VARCHAR NOT NULL,
+        first_position BIGINT NOT NULL)""",
+    """CREATE TABLE events (
+        position BIGINT NOT NULL, aggregate_id VARCHAR NOT NULL, aggregate_type VARCHAR NOT NULL,
+        version INTEGER NOT NULL, event_type VARCHAR NOT NULL, topic VARCHAR NOT NULL,
+        timestamp TIMESTAMP, payload JSON)""",
+    """CREATE TABLE run_events (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
+        timestamp TIMESTAMP, recipe_id VARCHAR, task VARCHAR, session_id VARCHAR, trace_id VARCHAR,
+        total_steps INTEGER, routed BOOLEAN, error VARCHAR, step_id VARCHAR, reason VARCHAR,
+        owner VARCHAR)""",
+    """CREATE TABLE step_events (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
+        timestamp TIMESTAMP, step_id VARCHAR, instance_id VARCHAR, step_index INTEGER, kind VARCHAR,
+        phase VARCHAR, tool VARCHAR, agent_archetype VARCHAR, error_type VARCHAR,
+        error VARCHAR)""",
+    """CREATE TABLE agent_calls (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, step_id VARCHAR, timestamp TIMESTAMP,
+        agent_archetype VARCHAR, agent_id VARCHAR, provider VARCHAR, model VARCHAR,
+        tier VARCHAR, prompt_type VARCHAR, prompt_variant VARCHAR, input_tokens BIGINT,
+        output_tokens BIGINT, tokens_estimated BOOLEAN, latency_ms DOUBLE, cost_usd DOUBLE,
+        attempts INTEGER)""",
+    """CREATE TABLE model_attempts (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, step_id VARCHAR, timestamp TIMESTAMP,
+        attempt INTEGER, provider VARCHAR, model VARCHAR, kind VARCHAR, status INTEGER,
+        message VARCHAR, will_retry BOOLEAN, retry_in_s DOUBLE)""",
+    """CREATE TABLE receipts (
+        position BIGINT NOT NULL, receipt_id VARCHAR, run_id VARCHAR NOT NULL,
+        session_id VARCHAR, step_id VARCHAR, timestamp TIMESTAMP, tool VARCHAR, summary VARCHAR,
+        output_sha256 VARCHAR, duration_ms DOUBLE, args JSON)""",
+    """CREATE TABLE dod_results (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, timestamp TIMESTAMP, passed BOOLEAN)""",
+    """CREATE TABLE dod_checks (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, timestamp TIMESTAMP, check_index INTEGER,
+        check_type VARCHAR, passed BOOLEAN, detail VARCHAR, "check" JSON)""",
+    """CREATE TABLE issue_events (
+        position BIGINT NOT NULL, issue_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
+        timestamp TIMESTAMP, kind VARCHAR, title VARCHAR, detail VARCHAR, run_id VARCHAR,
+        session_id VARCHAR, recipe_id VARCHAR, check_type VARCHAR, resolution VARCHAR)""",
+)
+TABLE_NAMES: Final = (
+    "aggregates",
+    "events",
+    "run_events",
+    "step_events",
+    "agent_calls",
+    "model_attempts",
+    "receipts",
+    "dod_results",
+    "dod_checks",
+    "issue_events",
+)
+
+_TERMINAL = "('RunCompleted', 'RunFailed', 'RunCancelled')"
+_STEP_END = "('StepCompleted', 'StepFailed')"
+
+VIEWS: Final = (
+    f"""CREATE OR REPLACE VIEW runs AS
+    WITH folded AS (
+        SELECT run_id,
+            any_value(recipe_id) FILTER (WHERE event_type = 'RunStarted') AS recipe_id,
+            any_value(task) FILTER (WHERE event_type = 'RunStarted') AS task,
+            any_value(session_id) FILTER (WHERE event_type = 'RunStarted') AS session_id,
+            any_value(total_steps) FILTER (WHERE event_type = 'RunStarted') AS total_steps,
+            any_value(routed) FILTER (WHERE event_type = 'RunStarted') AS routed,
+            min(timestamp) FILTER (WHERE event_type = 'RunStarted') AS started_at,
+            arg_max(event_type, position) FILTER (WHERE event_type IN {_TERMINAL}) AS ending,
+            arg_max(timestamp, position) FILTER (WHERE event_type IN {_TERMINAL}) AS finished_at,
+            arg_max(coalesce(error, reason), position)
+                FILTER (WHERE event_type IN {_TERMINAL}) AS error,
+            count(*) FILTER (WHERE event_type = 'RunResumed') AS resumes,
+            count(*) FILTER (WHERE event_type = 'RunClaimed') AS claims
+        FROM run_events GROUP BY run_id),
+    dod AS (SELECT run_id, arg_max(passed, position) AS dod_passed
+            FROM dod_results GROUP BY run_id),
+    opened AS (SELECT run_id, count(*) AS issue_count FROM issue_events
+               WHERE event_type = 'IssueOpened' AND run_id IS NOT NULL GROUP BY run_id),
+    calls AS (SELECT run_id, count(*) AS agent_calls, sum(cost_usd) AS cost_usd
+              FROM agent_calls GROUP BY run_id)
+    SELECT f.run_id, f.recipe_id, f.task, f.session_id,
+        CASE f.ending WHEN 'RunCompleted' THEN 'done' WHEN 'RunFailed' THEN 'failed'
+            WHEN 'RunCancelled' THEN 'cancelled' ELSE 'running' END AS status,
+        f.started_at, f.finished_at,
+        epoch(f.finished_at) - epoch(f.started_at) AS duration_s,
+        d.dod_passed, coalesce(o.issue_count, 0) AS issue_count,
+        f.error, f.total_steps, f.routed, f.resumes, f.claims,
+        coalesce(c.agent_calls, 0) AS agent_calls, c.cost_usd
+    FROM folded f LEFT JOIN dod d USING (run_id) LEFT JOIN opened o USING (run_id)
+        LEFT JOIN calls c USING (run_id)""",
+    f"""CREATE OR REPLACE VIEW steps AS
+    WITH folded AS (
+        SELECT run_id, instance_id,
+            arg_max(step_id, position) AS step_id,
+            arg_max(step_index, position) FILTER (WHERE event_type = 'StepStarted') AS step_index,
+            arg_max(kind, position) FILTER (WHERE event_type = 'StepStarted') AS kind,
+            arg_max(phase, position) FILTER (WHERE event_type = 'StepStarted') AS phase,
+            arg_max(tool, position) FILTER (WHERE event_type = 'StepStarted') AS tool,
+            arg_max(agent_archetype, position)
+                FILTER (WHERE event_type = 'StepStarted') AS agent_archetype,
+            count(*) FILTER (WHERE event_type = 'StepStarted') AS starts,
+            max(position) FILTER (WHERE event_type = 'StepStarted') AS started_position,
+            arg_max(timestamp, position) FILTER (WHERE event_type = 'StepStarted') AS started_at,
+            max(position) FILTER (WHERE event_type IN {_STEP_END}) AS finished_position,
+            arg_max(timestamp, position) FILTER (WHERE event_type IN {_STEP_END}) AS finished_at,
+            arg_max(event_type, position) AS last_event,
+            arg_max(error, position) FILTER (WHERE event_type = 'StepFailed') AS error
+        FROM step_events GROUP BY run_id, instance_id),
+    calls AS (
+        SELECT f.run_id, f.instance_id, max(a.attempts) AS attempts
+        FROM folded f JOIN agent_calls a ON a.run_id = f.run_id AND a.step_id = f.step_id
+            AND a.position > f.started_position
+            AND (f.finished_position IS NULL OR a.position < f.finished_position)
+        GROUP BY f.run_id, f.instance_id),
+    failed_attempts AS (
+        SELECT f.run_id, f.instance_id, count(*) AS failures
+        FROM folded f JOIN model_attempts m ON m.run_id = f.run_id AND m.step_id = f.step_id
+            AND m.position > f.started_position
+            AND (f.finished_position IS NULL OR m.position < f.finished_position)
+        GROUP BY f.run_id, f.instance_id),
+    run AS (
+        SELECT run_id, any_value(recipe_id) FILTER (WHERE event_type = 'RunStarted') AS recipe_id,
+            arg_max(event_type, position) FILTER (WHERE event_type IN {_TERMINAL}) AS ending
+        FROM run_events GROUP BY run_id)
+    SELECT f.run_id, r.recipe_id, f.instance_id, f.step_id, f.step_index, f.kind, f.phase,
+        f.tool, f.agent_archetype, coalesce(f.tool, f.agent_archetype) AS performer,
+        f.started_at,
+        CASE WHEN f.finished_position > f.started_position THEN f.finished_at END AS finished_at,
+        CASE WHEN f.finished_position > f.started_position
+            THEN (epoch(f.finished_at) - epoch(f.started_at)) * 1000 END AS duration_ms,
+        CASE
+            WHEN f.last_event = 'StepCompleted' THEN 'done'
+            WHEN f.last_event = 'StepFailed' THEN 'failed'
+            WHEN r.ending = 'RunCancelled' THEN 'cancelled'
+            WHEN f.last_event = 'StepWaiting' THEN 'waiting'
+            ELSE 'running' END AS status,
+        f.error, f.starts,
+        coalesce(c.attempts, fa.failures, 1) AS attempts
+    FROM folded f LEFT JOIN run r USING (run_id)
+        LEFT JOIN calls c USING (run_id, instance_id)
+        LEFT JOIN failed_attempts fa USING (run_id, instance_id)""",
+    """CREATE OR REPLACE VIEW issues AS
+    SELECT issue_id,
+        any_value(kind) FILTER (WHERE event_type = 'IssueOpened') AS kind,
+        any_value(title) FILTER (WHERE event_type = 'IssueOpened') AS title,
+        any_value(run_id) FILTER (WHERE event_type = 'IssueOpened') AS run_id,
+        any_value(recipe_id) FILTER (WHERE event_type = 'IssueOpened') AS recipe_id,
+        any_value(check_type) FILTER (WHERE event_type = 'IssueOpened') AS check_type,
+        CASE WHEN count(*) FILTER (WHERE event_type = 'IssueClosed') > 0
+            THEN 'closed' ELSE 'open' END AS status,
+        min(timestamp) FILTER (WHERE event_type = 'IssueOpened') AS opened_at,
+        arg_max(timestamp, position) FILTER (WHERE event_type = 'IssueClosed') AS closed_at,
+        arg_max(resolution, position) FILTER (WHERE event_type = 'IssueClosed') AS resolution
+    FROM issue_events GROUP BY issue_id""",
+)
+VIEW_NAMES: Final = ("runs", "steps", "issues")
+
+# -- loading one batch ---------------------------------------------------------------------
+# Every table is loaded from the staged batch; each but `events` from the rows of its event
+# types, every payload parsed once into the shape below (`json_transform`: a field missing or
+# of another type reads as NULL).
+
+
+def _shape(**fields: object) -> str:
+    return "'" + json.dumps(fields, separators=(",", ":")) + "'"
+
+
+_V, _I, _B, _D = "VARCHAR", "INTEGER", "BOOLEAN", "DOUBLE"
+_RUN = _shape(
+    recipe_id=_V, task={"description": _V}, session_id=_V, trace_id=_V, total_steps=_I,
+    routing="JSON", error=_V, step_id=_V, reason=_V, owner=_V,
+)  # fmt: skip
+_STEP = _shape(
+    step_id=_V, instance_id=_V, step_index=_I, kind=_V, phase=_V, tool=_V,
+    agent_archetype=_V, error_type=_V, error=_V,
+)  # fmt: skip
+_AGENT = _shape(
+    step_id=_V, agent_archetype=_V, agent_id=_V, provider=_V, model=_V, tier=_V,
+    prompt_type=_V, prompt_variant=_V,
+    usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
+    latency_ms=_D, cost_usd=_D, attempts=_I,
+)  # fmt: skip
+_ATTEMPT = _shape(
+    step_id=_V, attempt=_I, provider=_V, model=_V, kind=_V, status=_I, message=_V,
+    will_retry=_B, retry_in_s=_D,
+)  # fmt: skip
+_RECEIPT = _shape(
+    receipt_id=_V, session_id=_V, step_id=_V, tool=_V, summary=_V, output_sha256=_V,
+    duration_ms=_D, args="JSON",
+)  # fmt: skip
+_DOD = _shape(
+    passed=_B, results=[{"index": _I, "check": "JSON", "passed": _B, "detail": _V}]
+)  # fmt: skip
+_ISSUE = _shape(
+    kind=_V, title=_V, detail=_V, run_id=_V, session_id=_V, recipe_id=_V,
+    check={"check": _V}, resolution=_V,
+)  # fmt: skip
+
+
+def _rows(shape: str, *types: str) -> str:
+    names = ", ".join(f"'{t}'" for t in types)
+    return (
+        "FROM (SELECT position, aggregate_id, event_type, TRY_CAST(ts AS TIMESTAMP) AS timestamp, "
+        f"json_transform(payload, {shape}) AS j FROM staged WHERE event_type IN ({names}))"
+    )
+
+
+LOADS: Final = (
+    # A stream's type is the first word of its first event (`RunStarted` → run,
+    # `IssueOpened` → issue): new aggregates need no change here.
+    """INSERT OR IGNORE INTO aggregates
+    SELECT aggregate_id, lower(regexp_extract(event_type, '^[A-Z][a-z0-9]*')), position
+    FROM staged WHERE version = 1""",
+    """INSERT INTO events
+    SELECT s.position, s.aggregate_id,
+        coalesce(a.aggregate_type, lower(regexp_extract(s.event_type, '^[A-Z][a-z0-9]*'))),
+        s.version, s.event_type, s.topic, TRY_CAST(s.ts AS TIMESTAMP),
+        TRY_CAST(s.payload AS JSON)
+    FROM staged s LEFT JOIN aggregates a USING (aggregate_id)
+    ORDER BY s.position""",
+    f"""INSERT INTO run_events
+    SELECT position, aggregate_id, event_type, timestamp, j.recipe_id, j.task.description,
+        j.session_id, j.trace_id, j.total_steps,
+        CASE WHEN event_type = 'RunStarted' THEN j.routing IS NOT NULL END,
+        j.error, j.step_id, j.reason, j.owner
+    {
+        _rows(
+            _RUN,
+            "RunStarted",
+            "RunCompleted",
+            "RunFailed",
+            "RunCancelled",
+            "RunResumed",
+            "RunClaimed",
+            "RunReleased",
+        )
+    }""",
+    f"""INSERT INTO step_events
+    SELECT position, aggregate_id, event_type, timestamp, j.step_id,
+        coalesce(nullif(j.instance_id, ''), j.step_id), j.step_index,
+        CASE WHEN event_type = 'StepStarted' THEN coalesce(nullif(j.kind, ''),
+            CASE j.phase WHEN 'a' THEN 'tool' WHEN 'b' THEN 'agent' END) END,
+        j.phase, j.tool, j.agent_archetype, j.error_type, j.error
+    {_rows(_STEP, "StepStarted", "StepCompleted", "StepFailed", "StepWaiting")}""",
+    # The offline model counts words, not tokens: its usage is an estimate.
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, j.step_id, timestamp, j.agent_archetype, j.agent_id,
+        j.provider, j.model, j.tier, j.prompt_type, j.prompt_variant, j.usage.input_tokens,
+        j.usage.output_tokens, coalesce(j.usage.estimated, j.provider = 'offline'),
+        j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
+    {_rows(_AGENT, "AgentResponded")}""",
+    f"""INSERT INTO model_attempts
+    SELECT position, aggregate_id, j.step_id, timestamp, j.attempt, j.provider, j.model,
+        j.kind, j.status, j.message, j.will_retry, j.retry_in_s
+    {_rows(_ATTEMPT, "ModelAttemptFailed")}""",
+    f"""INSERT INTO receipts
+    SELECT position, j.receipt_id, aggregate_id, j.session_id, j.step_id, timestamp, j.tool,
+        j.summary, j.output_sha256, j.duration_ms, j.args
+    {_rows(_RECEIPT, "ReceiptIssued")}""",
+    f"""INSERT INTO dod_results
+    SELECT position, aggregate_id, timestamp, j.passed
+    {_rows(_DOD, "DodChecked")}""",
+    f"""INSERT INTO dod_checks
+    SELECT position, run_id, timestamp, r.index, r."check"->>'check', r.passed, r.detail,
+        r."check"
+    FROM (SELECT position, aggregate_id AS run_id, timestamp, unnest(j.results) AS r
+          {_rows(_DOD, "DodChecked")})""",
+    f"""INSERT INTO issue_events
+    SELECT position, aggregate_id, event_type, timestamp, j.kind, j.title, j.detail, j.run_id,
+        j.session_id, j.recipe_id, j."check"."check", j.resolution
+    {_rows(_ISSUE, "IssueOpened", "IssueClosed")}""",
+)
+
+
+# -- built-in reports ------------------------------------------------------------------------
+
+
+class Report(NamedTuple):
+    title: str
+    sql: str
+
+
+REPORTS: Final = {
+    "slowest_steps": Report(
+        "Step duration by recipe and step: p50, p95 and max, slowest p95 first",
+        """SELECT recipe_id, step_id, kind, count(*) AS steps,
+            round(quantile_cont(duration_ms, 0.5), 1) AS p50_ms,
+            round(quantile_cont(duration_ms, 0.95), 1) AS p95_ms,
+            round(max(duration_ms), 1) AS max_ms
+        FROM steps WHERE duration_ms IS NOT NULL
+        GROUP BY recipe_id, step_id, kind ORDER BY p95_ms DESC, recipe_id, step_id""",
+    ),
+    "step_failures": Report(
+        "Failure rate by recipe and step",
+        """SELECT recipe_id, step_id, count(*) AS steps,
+            count(*) FILTER (WHERE status = 'failed') AS failed,
+            round(100.0 * count(*) FILTER (WHERE status = 'failed') / count(*), 1)
+                AS failure_pct
+        FROM steps GROUP BY recipe_id, step_id
+        ORDER BY failure_pct DESC, failed DESC, recipe_id, step_id""",
+    ),
+    "run_outcomes": Report(
+        "Runs by recipe and how they ended, with the failure rate",
+        """SELECT recipe_id, count(*) AS runs,
+            count(*) FILTER (WHERE status = 'done') AS done,
+            count(*) FILTER (WHERE status = 'failed') AS failed,
+            count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+            count(*) FILTER (WHERE status = 'running') AS running,
+            count(*) FILTER (WHERE dod_passed = false) AS dod_failed,
+            round(100.0 * count(*) FILTER (WHERE status = 'failed') / count(*), 1)
+                AS failure_pct,
+            round(avg(duration_s), 3) AS avg_duration_s
+        FROM runs GROUP BY recipe_id ORDER BY recipe_id""",
+    ),
+    "dod_failures": Report(
+        "Definition-of-done checks by recipe and check, failures first",
+        """SELECT r.recipe_id, d.check_index, d.check_type, count(*) AS checked,
+            count(*) FILTER (WHERE NOT d.passed) AS failed,
+            any_value(d.detail) FILTER (WHERE NOT d.passed) AS example
+        FROM dod_checks d LEFT JOIN runs r USING (run_id)
+        GROUP BY r.recipe_id, d.check_index, d.check_type
+        ORDER BY failed DESC, r.recipe_id, d.check_index""",
+    ),
+    "model_usage": Report(
+        "Model calls, tokens, latency and cost by role (agent archetype) and model",
+        """SELECT agent_archetype AS role, provider, model, tier, count(*) AS calls,
+            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+            bool_or(tokens_estimated) AS estimated, round(sum(cost_usd), 6) AS cost_usd,
+            round(quantile_cont(latency_ms, 0.5), 1) AS p50_latency_ms,
+            sum(attempts - 1) AS retries
+        FROM agent_calls GROUP BY agent_archetype, provider, model, tier
+        ORDER BY cost_usd DESC NULLS LAST, calls DESC, role""",
+    ),
+    "runs_per_day": Report(
+        "Runs started per day and recipe, and how they ended",
+        """SELECT CAST(started_at AS DATE) AS day, recipe_id, count(*) AS runs,
+            count(*) FILTER (WHERE status = 'done') AS done,
+            count(*) FILTER (WHERE status = 'failed') AS failed,
+            count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+            round(avg(duration_s), 3) AS avg_duration_s
+        FROM runs GROUP BY day, recipe_id ORDER BY day, recipe_id""",
+    ),
+    "retries": Report(
+        "Failed model attempts by recipe, step and model: retried, and given up",
+        """SELECT r.recipe_id, m.step_id, m.provider, m.model, m.kind,
+            count(*) AS failed_attempts,
+            count(*) FILTER (WHERE m.will_retry) AS retried,
+            count(*) FILTER (WHERE NOT m.will_retry) AS gave_up
+        FROM model_attempts m LEFT JOIN runs r USING (run_id)
+        GROUP BY r.recipe_id, m.step_id, m.provider, m.model, m.kind
+        ORDER BY failed_attempts DESC, r.recipe_id, m.step_id""",
+    ),
+    "stop_hooks": Report(
+        "STOP_HOOKs (an output contract or a write the recipe does not allow) by recipe",
+        """SELECT r.recipe_id, e.payload->>'step_id' AS step_id, e.event_type,
+            count(*) AS stop_hooks, any_value(coalesce(e.payload->>'reason',
+                e.payload->>'detail', e.payload->>'title')) AS example
+        FROM events e LEFT JOIN runs r ON r.run_id = coalesce(
+            e.payload->>'run_id', CASE WHEN e.aggregate_type = 'run' THEN e.aggregate_id END)
+        WHERE replace(upper(e.event_type), '_', '') LIKE '%STOPHOOK%'
+            OR (e.event_type = 'IssueOpened'
+                AND replace(upper(e.payload->>'kind'), '_', '') LIKE '%STOPHOOK%')
+        GROUP BY r.recipe_id, step_id, e.event_type
+        ORDER BY stop_hooks DESC, r.recipe_id""",
+    ),
+}

@@ -1,0 +1,264 @@
+"""Output contracts: the JSON shape a prompt type's reply must have (seed 001, B and C).
+
+A contract is a JSON Schema, from a pydantic model bundled here or from a schema file in a
+prompt registry layer. The same schema is rendered into the system prompt, sent to
+providers that accept structured output, and checked against every reply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Contract(BaseModel):
+    # Closed and strict: `"pass": "true"` is a string, not a boolean, and is refused.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Conflict(_Contract):
+    entity: str
+    attribute: str
+    canon_value: str
+    found: str
+    sentence: str
+
+
+class ContinuityReport(_Contract):
+    """`check_continuity`: read by the DoD (`continuity_report.pass`)."""
+
+    pass_: bool = Field(alias="pass")
+    conflicts: list[Conflict]
+    facts_checked: int = Field(ge=0)
+    entities_seen: list[str] = Field(default_factory=list)
+
+
+class Finding(_Contract):
+    type: str
+    location: str
+    message: str
+
+
+class ConsistencyReview(_Contract):
+    """`review_consistency`: read by the DoD and by `propose_corrections`."""
+
+    pass_: bool = Field(alias="pass")
+    findings: list[Finding]
+    summary: str
+
+
+class SceneValidity(_Contract):
+    """`confirm_scene_validity`: read by the DoD (`validity_report.pass`)."""
+
+    pass_: bool = Field(alias="pass")
+    failed_checks: list[str]
+    warnings: list[str]
+
+
+class CanonGap(_Contract):
+    entity: str
+    missing: list[str]
+
+
+class CanonGaps(_Contract):
+    """`find_canon_gaps`: read as data by `update_canon`."""
+
+    gaps: list[CanonGap]
+    conflicts: list[str]
+    pass_: bool = Field(alias="pass")
+
+
+class Verdict(_Contract):
+    """A critic's verdict (`evaluate_reader_experience`, `evaluate_prose`,
+    `evaluate_outline`): a score and a decision a later step or a person can act on."""
+
+    verdict: Literal["accept", "revise"]
+    score: int = Field(ge=1, le=10)
+    strengths: list[str]
+    problems: list[str]
+    suggestion: str
+
+
+#: Contracts a prompt registry names by id (`"contract": "continuity_report"`).
+BUNDLED: dict[str, type[BaseModel]] = {
+    "continuity_report": ContinuityReport,
+    "consistency_review": ConsistencyReview,
+    "scene_validity": SceneValidity,
+    "canon_gaps": CanonGaps,
+    "verdict": Verdict,
+}
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema, inlined (no `$defs`): what providers and prompts get."""
+    schema = model.model_json_schema(by_alias=True)
+    defs = schema.pop("$defs", {})
+    inlined: dict[str, Any] = _strip_titles(_inline(schema, defs))
+    return inlined
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.split("/")[-1]], defs)
+        return {k: _inline(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: (
+                {p: _strip_titles(s) for p, s in v.items()}
+                if k == "properties"
+                else _strip_titles(v)
+            )
+            for k, v in node.items()
+            if k not in ("title", "default", "description")
+            or not isinstance(v, str | int | float | bool | list)
+        }
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    schema: dict[str, Any]
+
+    def check(self, value: Any) -> list[str]:
+        """Every way `value` breaks the schema, as `$.path: problem` lines."""
+        return validate(value, self.schema)
+
+    def rendered(self) -> str:
+        """The contract as the system prompt states it."""
+        return (
+            "## Output contract\n"
+            "Reply with exactly one JSON object and nothing else: no prose before or after "
+            "it, no code fence. It must validate against this JSON Schema "
+            f"(`{self.name}`):\n"
+            f"{json.dumps(self.schema, indent=2, ensure_ascii=False)}"
+        )
+
+
+# -- a JSON Schema subset: what the bundled and user contracts use ---------------------------
+
+_TYPES: dict[str, Any] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    expected = _TYPES.get(name)
+    return expected is not None and isinstance(value, expected)
+
+
+def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
+    """Types, `properties`/`required`/`additionalProperties`, `items`, `enum`, `const`,
+    numeric bounds, string and array lengths, `anyOf`/`oneOf`. Enough for reply contracts;
+    anything else in a schema is ignored, never guessed at."""
+    errors: list[str] = []
+    if "anyOf" in schema or "oneOf" in schema:
+        options = schema.get("anyOf") or schema.get("oneOf") or []
+        if not any(not validate(value, option, path) for option in options):
+            errors.append(f"{path}: {json.dumps(value)[:60]} matches none of the allowed shapes")
+        return errors
+    kind = schema.get("type")
+    if kind is not None:
+        kinds = kind if isinstance(kind, list) else [kind]
+        if not any(_is_type(value, k) for k in kinds):
+            shown = json.dumps(value, ensure_ascii=False)[:60]
+            return [f"{path}: {shown} is not of type {' or '.join(kinds)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{path}: {json.dumps(value)[:60]} is not one of {schema['enum']}")
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{path}: must be {json.dumps(schema['const'])}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{path}: {value} is less than {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{path}: {value} is more than {schema['maximum']}")
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        errors.append(f"{path}: shorter than {schema['minLength']} characters")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            errors.append(f"{path}: fewer than {schema['minItems']} items")
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                errors += validate(item, items, f"{path}[{i}]")
+    if isinstance(value, dict):
+        properties: dict[str, Any] = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                errors.append(f"{path}: required property '{name}' is missing")
+        for name, item in value.items():
+            if name in properties:
+                errors += validate(item, properties[name], f"{path}.{name}")
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{path}: property '{name}' is not allowed")
+    return errors
+
+
+# -- extraction: the JSON in a reply -----------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+class NoJsonError(ValueError):
+    """The reply holds no JSON document."""
+
+
+def extract_json(reply: str) -> Any:
+    """The JSON value of a reply: bare, in a code fence, or after (and before) prose.
+
+    Tried in that order; the first candidate that parses wins. Raises `NoJsonError` naming
+    what was wrong when none does.
+    """
+    text = reply.strip()
+    if not text:
+        raise NoJsonError("the reply is empty")
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for fenced in _FENCE.findall(text):
+        try:
+            return json.loads(fenced.strip())
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    for start, char in enumerate(text):
+        if char in "{[":
+            try:
+                value, _ = decoder.raw_decode(text, start)
+            except ValueError:
+                continue
+            if isinstance(value, dict | list):
+                return value
+    raise NoJsonError("the reply contains no JSON object")
+
+
+def check_reply(reply: str, contract: Contract) -> tuple[Any, list[str]]:
+    """(the extracted value, the contract's errors); errors is empty for a valid reply."""
+    try:
+        value = extract_json(reply)
+    except NoJsonError as exc:
+        return None, [f"$: {exc}"]
+    return value, contract.check(value)

@@ -1,0 +1,403 @@
+"""The dashboard end to end, in headless Chromium against a real server on 127.0.0.1.
+
+Debian's `chromium` package is driven by Playwright with its executable path pointed at it
+(Playwright's own browser download is never used). Without chromium these tests are skipped
+on a developer's machine and fail in CI. Each main view is saved as a screenshot under
+`tests/artifacts/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from controlroom.api.app import create_app
+from controlroom.engine.context import Context
+from tests.live import live_server, read_sse, serve_app
+from tests.test_dashboard_http import change_one_byte
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = shutil.which("chromium")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+try:
+    from playwright.sync_api import Browser, Page, sync_playwright
+except ImportError:  # pragma: no cover - only without the dev extra
+    if IN_CI:
+        raise
+    pytest.skip("playwright is not installed", allow_module_level=True)
+
+if CHROMIUM is None:
+    if IN_CI:
+        raise RuntimeError("CI runs the browser tests: install Debian's chromium package")
+    pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+#: Milliseconds each offline model call takes: slow enough to watch a run mid-way.
+SLOW = "400"
+WAIT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield launched
+        launched.close()
+
+
+class Watched:
+    """A page with what it did recorded: its requests and any script error or CSP report."""
+
+    def __init__(self, page: Page, base: str) -> None:
+        self.page, self.base = page, base
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.problems: list[str] = []
+        page.on("request", lambda r: self.requests.append((r.url, r.headers)))
+        page.on("pageerror", lambda e: self.problems.append(str(e)))
+        page.on(
+            "console",
+            lambda m: (
+                self.problems.append(m.text) if m.type == "error" and "401" not in m.text else None
+            ),
+        )
+
+    def open(self, path: str = "/") -> Page:
+        self.page.goto(self.base + path)
+        return self.page
+
+    def __enter__(self) -> Watched:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Before the server stops: an open page would hold its live feeds open.
+        self.page.context.close()
+
+    def shot(self, name: str) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def watch(browser: Browser) -> Any:
+    def open_watched(base: str) -> Watched:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(WAIT_MS)
+        return Watched(context.new_page(), base)
+
+    return open_watched
+
+
+def start(client: httpx.Client, **body: Any) -> str:
+    response = client.post("/api/runs", json=body)
+    assert response.status_code == 201, response.text
+    run_id: str = response.json()["run_id"]
+    return run_id
+
+
+def test_the_runs_list_updates_while_a_run_executes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, watch: Any
+) -> None:
+    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", SLOW)
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        done = start(client, task="prose review")
+        read_sse(client, f"/api/runs/{done}/events")
+        with watch(base) as seen:
+            page = seen.open("/")
+            page.wait_for_selector(f'tr[data-run-id="{done}"][data-status="done"]')
+
+            running = start(client, recipe_id="creative_draft_scene")  # while the page is open
+            page.wait_for_selector(f'tr[data-run-id="{running}"][data-status="running"]')
+            rows = page.eval_on_selector_all(
+                "#runs tbody tr", "rows => rows.map(r => r.dataset.runId)"
+            )
+            assert rows == [running, done]  # newest first
+            seen.shot("runs-list")
+            page.wait_for_selector(f'tr[data-run-id="{running}"][data-status="done"]')
+            assert page.eval_on_selector_all(
+                "#runs tbody tr", "r => r.map(x => x.dataset.runId)"
+            ) == [
+                running,
+                done,
+            ]
+
+            page.select_option("#filter-recipe", "analytical_prose")
+            assert page.eval_on_selector_all("#runs tbody tr", "r => r.length") == 1
+            page.select_option("#filter-recipe", "")
+            page.fill("#filter-text", "no task says this")
+            assert page.eval_on_selector_all("#runs tbody tr", "r => r.length") == 0
+            assert seen.problems == []
+
+
+@pytest.mark.timeout(120)
+def test_a_run_started_from_the_page_shows_each_step_in_full_with_its_prompt(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, watch: Any
+) -> None:
+    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", "150")
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        page = seen.open("/")
+        page.wait_for_selector(
+            '#start-recipe option[value="creative_draft_scene"]', state="attached"
+        )
+        page.select_option("#start-recipe", "creative_draft_scene")
+        page.click("#start-button")
+        page.wait_for_url("**/#/runs/run_*")
+        run_id = page.url.rsplit("/", 1)[1]
+        page.wait_for_selector('#run-header .badge[data-status="done"]')
+        assert int(page.get_attribute("#view > .page", "data-partials") or "0") > 0  # it streamed
+
+        page.click('li.step[data-instance="draft"]')
+        page.wait_for_selector('#step-detail[data-instance="draft"]')
+        draft = client.get(f"/api/runs/{run_id}/cache/draft").json()["text"]
+        assert (
+            page.inner_text("#step-output") == draft.strip()
+            or page.text_content("#step-output") == draft
+        )
+        trail = client.get(f"/api/runs/{run_id}/audit").json()["events"]
+        responded = next(
+            e["data"]
+            for e in trail
+            if e["type"] == "AgentResponded" and e["data"]["step_id"] == "draft"
+        )
+        request = next(
+            e["data"]
+            for e in trail
+            if e["type"] == "ModelRequestRecorded" and e["data"]["ref"] == responded["request_ref"]
+        )
+        prompt = page.text_content("#step-prompt") or ""
+        for message in request["body"]["messages"]:
+            assert message["content"] in prompt
+        usage = page.text_content("#step-usage") or ""
+        assert str(responded["usage"]["output_tokens"]) in usage
+        assert page.text_content("#dod-verdict") == "passed"
+        seen.shot("run")
+
+        page.click('li.step[data-instance="discover"]')
+        page.wait_for_selector('#step-detail[data-instance="discover"]')
+        receipt = page.text_content("#step-receipt") or ""
+        assert "file_locator" in receipt and "rcpt_" in receipt
+        assert "Story/SCN-outline.md" in (page.text_content("#step-output") or "")
+        assert seen.problems == []
+
+
+def test_cancel_from_the_page_stops_the_run(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, watch: Any
+) -> None:
+    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", SLOW)
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        run_id = start(client, recipe_id="creative_draft_scene")
+        with watch(base) as seen:
+            page = seen.open(f"/#/runs/{run_id}")
+            page.wait_for_selector('li.step[data-status="running"]')
+            page.click("#cancel-run")
+            page.wait_for_selector('#run-header .badge[data-status="cancelled"]')
+            page.wait_for_selector('#timeline li.mark[data-type="RunCancelled"]')
+            assert client.get(f"/api/runs/{run_id}").json()["status"] == "cancelled"
+            assert page.query_selector("#cancel-run") is None
+            assert seen.problems == []
+
+
+class DropsTheFirstRunFeed:
+    """A flaky network between page and server: the first live feed of a run is cut after a
+    few messages (the server sees the client leave); later ones pass untouched."""
+
+    def __init__(self, app: Any, after_chunks: int) -> None:
+        self.app, self.after_chunks = app, after_chunks
+        self.feeds: list[dict[str, str]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (
+            path.startswith("/api/runs/") and path.endswith("/events")
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        self.feeds.append(headers)
+        if len(self.feeds) > 1:
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        cut = anyio.Event()
+        sent = 0
+
+        async def cutting_send(message: Any) -> None:
+            nonlocal sent
+            if cut.is_set():
+                return
+            if message["type"] == "http.response.body":
+                sent += 1
+                if sent > self.after_chunks:
+                    cut.set()
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+            await send(message)
+
+        async def receive_until_cut() -> Any:
+            async with anyio.create_task_group() as group:
+                result: list[Any] = []
+
+                async def wait_cut() -> None:
+                    await cut.wait()
+                    group.cancel_scope.cancel()
+
+                async def wait_receive() -> None:
+                    result.append(await receive())
+                    group.cancel_scope.cancel()
+
+                group.start_soon(wait_cut)
+                group.start_soon(wait_receive)
+            return result[0] if result else {"type": "http.disconnect"}
+
+        await self.app(scope, receive_until_cut, cutting_send)
+
+
+@pytest.mark.timeout(120)
+def test_a_reconnecting_page_misses_no_event(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, watch: Any
+) -> None:
+    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", SLOW)
+    ctx = Context.open(workspace)
+    flaky = DropsTheFirstRunFeed(create_app(ctx), after_chunks=6)
+    try:
+        with serve_app(flaky) as base, httpx.Client(base_url=base, timeout=30) as client:
+            run_id = start(client, recipe_id="creative_draft_scene")
+            with watch(base) as seen:
+                page = seen.open(f"/#/runs/{run_id}")
+                page.wait_for_selector('#run-header .badge[data-status="done"]', timeout=60_000)
+                trail = client.get(f"/api/runs/{run_id}/audit").json()["events"]
+                page.click("#events-panel summary")  # its rows are built when it opens
+                page.wait_for_function(
+                    "n => document.querySelectorAll('#event-log tr').length >= n",
+                    arg=len(trail),
+                )
+                versions = page.eval_on_selector_all(
+                    "#event-log tr", "rows => rows.map(r => Number(r.dataset.version))"
+                )
+                assert versions == [e["version"] for e in trail]  # each once, in order
+                assert len(flaky.feeds) >= 2
+                assert "last-event-id" in flaky.feeds[1]  # it resumed, not restarted
+                assert int(page.get_attribute("#view > .page", "data-connections") or "0") >= 2
+    finally:
+        ctx.close()
+
+
+def test_the_verified_badge_turns_red_after_a_byte_of_the_store_changes(
+    workspace: Path, watch: Any
+) -> None:
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        run_id = start(client, task="prose review")
+        read_sse(client, f"/api/runs/{run_id}/events")
+        with watch(base) as seen:
+            page = seen.open(f"/#/runs/{run_id}")
+            page.wait_for_selector('#verified[data-verified="true"]')
+
+            page.eval_on_selector(
+                "#audit-slider",
+                "s => { s.value = '1'; s.dispatchEvent(new Event('input')); }",
+            )
+            page.wait_for_selector('#audit-view[data-version="1"]')
+            assert "running" in (page.text_content("#audit-view") or "")
+            seen.shot("audit")
+
+            change_one_byte(workspace, run_id, version=2)
+            page.click("#verify-again")
+            page.wait_for_selector('#verified[data-verified="false"]')
+            assert "v2 changed" in (page.text_content("#verified-box") or "")
+            page.reload()
+            page.wait_for_selector('#verified[data-verified="false"]')
+            seen.shot("tampered")
+
+
+def test_with_a_token_the_page_asks_for_it_and_sends_it_on_every_call(
+    workspace: Path, watch: Any
+) -> None:
+    with live_server(workspace, token="s3cret") as base, watch(base) as seen:
+        page = seen.open("/")
+        page.wait_for_selector("#token-form:not([hidden])")
+        seen.shot("token")
+        page.fill("#token-input", "wrong")
+        page.click("#token-form button")
+        page.wait_for_selector("#token-error:not([hidden])")
+        page.fill("#token-input", "s3cret")
+        page.click("#token-form button")
+        page.wait_for_selector("#runs")
+        page.wait_for_selector("#connection[data-state='live']")
+        assert page.is_hidden("#token-form")
+        assert "s3cret" not in page.content()
+
+        api_calls = [(url, h) for url, h in seen.requests if "/api/" in url or "openapi" in url]
+        authorized = [h.get("authorization") for _, h in api_calls[-3:]]
+        assert authorized == ["Bearer s3cret"] * len(authorized) and authorized
+        assert all(url.startswith(base) for url, _ in seen.requests)  # nothing from elsewhere
+
+
+@pytest.mark.timeout(120)
+def test_two_runs_compare_side_by_side_and_their_issues_show_in_full(
+    workspace: Path, watch: Any
+) -> None:
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        first = start(client, task="consistency check")
+        read_sse(client, f"/api/runs/{first}/events")
+        second = start(client, task="consistency check")
+        read_sse(client, f"/api/runs/{second}/events")
+        with watch(base) as seen:
+            page = seen.open(f"/#/runs/{second}")
+            page.wait_for_selector(f'#compare-with option[value="{first}"]', state="attached")
+            page.select_option("#compare-with", first)
+            page.wait_for_selector("#diff-steps tbody tr")
+            steps = client.get(f"/api/runs/{second}/steps").json()
+            rows = page.eval_on_selector_all(
+                "#diff-steps tbody tr", "r => r.map(x => x.dataset.row)"
+            )
+            assert rows == [s["instance_id"] for s in steps]
+            assert page.text_content('#diff-outcome tr[data-row="status"]')
+            seen.shot("diff")
+
+            issue = client.get("/api/issues", params={"run_id": first}).json()[0]
+            page.goto(f"{base}/#/issues")
+            page.wait_for_selector(f'tr[data-issue-id="{issue["issue_id"]}"]')
+            seen.shot("issues")
+            page.click(f'tr[data-issue-id="{issue["issue_id"]}"] a')
+            page.wait_for_selector("#issue-detail")
+            assert page.text_content("#issue-detail") == issue["detail"]
+            evidence = page.text_content("#issue-evidence") or ""
+            assert json.loads(evidence) == issue["evidence"]
+            seen.shot("issue")
+            assert seen.problems == []
+
+
+def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch: Any) -> None:
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        run_id = start(client, task="consistency check")  # its DoD fails on purpose
+        read_sse(client, f"/api/runs/{run_id}/events")
+        page = seen.open(f"/#/runs/{run_id}")
+        page.wait_for_selector('#run-header .badge[data-status="failed"]')
+        page.wait_for_selector("#retry-run")
+        page.click('li.step[data-instance="review"]')
+        page.click("#retry-from-step")
+        page.wait_for_selector('#timeline li.mark[data-type="RunRetried"]')
+        page.wait_for_selector('li.step[data-instance="review#2"]')
+        page.wait_for_selector('#run-header .badge[data-status="failed"]')
+        retried = [e["type"] for e in client.get(f"/api/runs/{run_id}/audit").json()["events"]]
+        assert retried.count("RunRetried") == 1
+        assert seen.problems == []
