@@ -200,7 +200,8 @@ def cmd_models(ns: argparse.Namespace) -> int:
     workspace = Path(ns.workspace)
     agents = AgentDirectory.for_workspace(workspace)
     roles = sorted(
-        {s.agent_archetype for r in catalog.recipes() for s in r.phase_b} | set(agents.config.roles)
+        {role for r in catalog.recipes() for role in r.agent_archetypes()}
+        | set(agents.config.roles)
     )
     source = config_path(workspace)
     rows = []
@@ -404,8 +405,18 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
             for finding in evidence.get("findings") or evidence.get("conflicts") or []:
                 message = finding.get("message") if isinstance(finding, dict) else finding
                 print(f"    - {message or finding}")
+    for written in run.files_written.values():
+        verb = "already held" if written.already_applied else "wrote"
+        print(f"  {verb} {ctx.workspace.root / written.path} ({written.bytes} bytes)")
     # Where the results are: stderr, so stdout stays the run's one-line outcome for scripts.
     workspace = ctx.workspace.root
+    slots = [s for s in run.slot_texts if s != "task"]
+    if slots:
+        print(
+            f"read any slot in full: controlroom slot {run.id} SLOT -w {workspace} "
+            f"(slots: {', '.join(slots)})",
+            file=sys.stderr,
+        )
     print(f"recorded in {ctx.store.location()}", file=sys.stderr)
     print(
         f"see it: controlroom show {run.id} -w {workspace}  ·  every event: controlroom events "
@@ -623,6 +634,47 @@ def cmd_show(ns: argparse.Namespace) -> int:
     if view.damage:
         print(f"damaged: {view.damage}")
         print(f"  locate it with `controlroom replay {view.run_id} --verify`")
+    return EXIT_DONE
+
+
+def cmd_slot(ns: argparse.Namespace) -> int:
+    """A slot's full text (`GET /api/runs/{id}/cache/{slot}`): an artifact's text (JSON
+    pretty-printed), a pointer's tool output."""
+    from controlroom.api.limits import check_id
+    from controlroom.domain.run_events import ReceiptIssued
+    from controlroom.projections.models import PointerSlot
+
+    check_id(ns.run_id, "RUN_ID")
+    ctx = _open(ns)
+    with _views(ctx) as views:
+        detail = views.query.run(ns.run_id)  # no such run: its own error
+        found = views.query.slot(ns.run_id, ns.slot)
+    if found is None:
+        known = ", ".join(detail.cache_summary) or "none yet"
+        raise BadInputError(f"run {ns.run_id} has no slot '{ns.slot}' (its slots: {known})")
+    if ns.json:
+        _emit_json(found.model_dump(mode="json"))
+        return EXIT_DONE
+    if isinstance(found, PointerSlot):
+        receipt = next(
+            (
+                e
+                for e in ctx.store.stream(ns.run_id)
+                if isinstance(e, ReceiptIssued) and e.receipt_id == found.receipt_id
+            ),
+            None,
+        )
+        _emit_json(receipt.output if receipt is not None else found.summary)
+        return EXIT_DONE
+    text = found.text
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            _emit_json(json.loads(stripped))
+            return EXIT_DONE
+        except ValueError:
+            pass
+    print(text, end="" if text.endswith("\n") else "\n")
     return EXIT_DONE
 
 
@@ -880,6 +932,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id")
     p.add_argument("--reason", default="cancelled by user")
     p.set_defaults(func=cmd_cancel)
+
+    p = sub.add_parser("slot", parents=[common], help="print one slot of a run in full")
+    p.add_argument("run_id")
+    p.add_argument("slot")
+    p.set_defaults(func=cmd_slot)
 
     p = sub.add_parser("show", parents=[common], help="the consolidated view of a run")
     p.add_argument("run_id")

@@ -47,7 +47,13 @@ class ProgressPrinter:
             self._say(f"↻ resuming {e.originator_id} at step {e.step_index + 1}/{self.total}")
         elif isinstance(e, StepStarted):
             self.started[e.step_id] = e.timestamp
-            what = e.tool if e.tool else f"{e.agent_archetype} agent"
+            what = (
+                e.tool
+                if e.tool
+                else f"{e.agent_archetype} agent"
+                if e.agent_archetype
+                else e.kind or "step"
+            )
             self._say(
                 f"  [{e.step_index + 1}/{self.total}] phase {e.phase.upper()} · "
                 f"{e.step_id} ({what}) …"

@@ -4,7 +4,7 @@ in the same run, on SQLite and (when reachable) PostgreSQL.
     .venv/bin/python bench/suite.py [--quick] [--postgres DSN] [--markdown FILE]
 
 Rows:
-- per-step cost of the main job (8 steps, offline model at zero latency) and of a recipe of
+- per-step cost of the main job (9 steps, offline model at zero latency) and of a recipe of
   8 trivial tool steps, beside a raw `eventsourcing` save of one small event per step;
 - 1, 10 and 50 runs of the main job at once, model calls taking 200 ms, beside one run's
   wall time (the target: 50 runs within 1.3x of one);
@@ -253,7 +253,7 @@ def rebuild_vs_read(kind: str, dsn: str | None, runs: int) -> tuple[float, float
         started = time.perf_counter()
         decoded = sum(1 for _ in ctx.store.read_log())
         read_s = time.perf_counter() - started
-        with Views(ctx.store, workspace / "bench-views.sqlite") as views:
+        with Views.for_store(ctx.store, workspace) as views:
             started = time.perf_counter()
             views.rebuild()
             rebuild_s = time.perf_counter() - started

@@ -207,3 +207,31 @@ class AgentOutputInvalidError(ModelError):
             f"STOP_HOOK: agent output invalid: no reply satisfied the '{contract}' contract "
             f"in {attempts} attempt(s): {shown}"
         )
+
+
+class PathTemplateError(ControlRoomError):
+    """A `write_file` path template is malformed, or a value it names cannot be used."""
+
+    def __init__(self, template: str, reason: str) -> None:
+        self.template = template
+        self.reason = reason
+        super().__init__(f"path template '{template}': {reason}")
+
+
+class FileWriteConflictError(ControlRoomError):
+    """A `write_file` step found the file not as the run left or read it: it is never
+    overwritten. `expected` lists the hashes the step could accept, `found` what is there."""
+
+    def __init__(self, path: str, found: str | None, expected: dict[str, str | None], why: str):
+        self.path = path
+        self.found = found
+        self.expected = expected
+        listed = ", or ".join(f"{_short(value)} ({name})" for name, value in expected.items())
+        super().__init__(
+            f"conflict on '{path}': {why}; found {_short(found)}, expected {listed}; "
+            "the file was not overwritten"
+        )
+
+
+def _short(digest: str | None) -> str:
+    return "no file" if digest is None else f"sha256:{digest}"

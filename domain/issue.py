@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run_events import DodResult, StopHook
+from controlroom.domain.run_events import DodResult, FileWriteIntended, StepFailed, StopHook
 
 
 class IssueOpened(DomainEvent):
@@ -125,5 +125,49 @@ def open_stop_hook_issue(
             "replies": event.replies,
             "request_refs": event.request_refs,
             "prompt_type": event.prompt_type,
+        },
+    )
+
+
+#: The StepFailed error type that opens a file-conflict issue.
+FILE_CONFLICT = "FileWriteConflictError"
+
+
+def file_conflict_issue_id(run_id: str, instance_id: str) -> str:
+    return "iss_" + sha256_text(f"{run_id}:file_conflict:{instance_id}")[:24]
+
+
+def open_file_conflict_issue(
+    event: StepFailed,
+    intent: FileWriteIntended | None,
+    recipe_id: str,
+    session_id: str,
+    already_open: Callable[[str], bool],
+) -> Issue | None:
+    """The decision of the file-conflict policy: a `write_file` step that found its file
+    not as it left or read it opens one `file_conflict` issue, with the hashes."""
+    if event.error_type != FILE_CONFLICT:
+        return None
+    instance = event.instance_id or event.step_id
+    issue_id = file_conflict_issue_id(event.originator_id, instance)
+    if already_open(issue_id):
+        return None
+    path = intent.path if intent is not None else None
+    return Issue.open(
+        issue_id,
+        event.timestamp,
+        kind="file_conflict",
+        title=f"File conflict in {recipe_id}, step '{instance}'"
+        + (f": '{path}' not written" if path else ""),
+        detail=event.error,
+        run_id=event.originator_id,
+        session_id=session_id,
+        recipe_id=recipe_id,
+        check={"step_id": event.step_id, "instance_id": instance},
+        evidence={
+            "path": path,
+            "sha256_read": intent.sha256_before if intent else None,
+            "sha256_intended": intent.sha256_intended if intent else None,
+            "error": event.error,
         },
     )

@@ -6,21 +6,24 @@ events (`events()`), then the generic completion. A new step kind brings its own
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
 
+from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.run_events import (
     AgentResponded,
+    FileWritten,
     ModelRequestRecorded,
     ReceiptIssued,
     SlotWritten,
     TokenUsage,
 )
-from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
+from controlroom.domain.steps import AgentStep, StepSpec, ToolStep, WriteFileStep
 
 EventSpec = tuple[type[DomainEvent], dict[str, Any]]
 
@@ -152,6 +155,66 @@ class AgentOutcome(StepOutcome):
 
     def preview_source(self) -> str:
         return self.output
+
+
+@dataclass(frozen=True)
+class FileWriteOutcome(StepOutcome):
+    """A `write_file` step wrote its file (or found it written by an earlier attempt)."""
+
+    instance_id: str
+    path: str
+    mode: str
+    sha256_before: str | None
+    sha256_after: str
+    bytes: int
+    already_applied: bool
+    input_slot_refs: list[str]
+    output_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output_sha256", sha256_text(self.slot_text()))
+
+    def slot_text(self) -> str:
+        """The step's slot: where the file is and what it holds, as JSON."""
+        return json.dumps(
+            {
+                "path": self.path,
+                "sha256": self.sha256_after,
+                "sha256_before": self.sha256_before,
+                "bytes": self.bytes,
+                "already_applied": self.already_applied,
+            },
+            indent=2,
+        )
+
+    def summary(self) -> str:
+        verb = "already held" if self.already_applied else "wrote"
+        return f"{verb} {self.path} ({self.bytes} bytes, sha256:{self.sha256_after[:12]})"
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        assert isinstance(step, WriteFileStep)
+        written = {
+            "step_id": step.step_id,
+            "instance_id": self.instance_id,
+            "path": self.path,
+            "mode": self.mode,
+            "sha256_before": self.sha256_before,
+            "sha256_after": self.sha256_after,
+            "bytes": self.bytes,
+            "already_applied": self.already_applied,
+        }
+        slot = {
+            "slot": step.output_slot,
+            "kind": "artifact",
+            "agent_id": "workspace",
+            "text": self.slot_text(),
+            "sha256": self.output_sha256,
+            "summary": self.summary(),
+        }
+        return [(FileWritten, written), (SlotWritten, slot)]
+
+    def preview_source(self) -> str:
+        return self.summary()
 
 
 @dataclass(frozen=True)

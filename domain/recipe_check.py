@@ -71,6 +71,7 @@ def check_recipe(
         problem("$", "recipe has no steps in phase_a or phase_b")
 
     written: dict[str, str] = {}
+    paths: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
     known = KnownNames(frozenset(known_tools), frozenset(known_prompts))
     phases: list[tuple[str, Sequence[StepSpec]]] = [
@@ -85,6 +86,14 @@ def check_recipe(
             seen_ids[step.step_id] = here
             for where, message in step.problems(known):
                 problem(f"{here}.{where}", message)
+            for path in step.paths_written():
+                if path in paths:
+                    problem(
+                        f"{here}.path",
+                        f"path '{path}' is already written by step '{paths[path]}': a "
+                        "recipe writes each path once",
+                    )
+                paths.setdefault(path, step.step_id)
             for where, ref in step.refs():
                 _check_ref(ref, f"{here}.{where}", written, problem)
             for j, slot in enumerate(step.slots_read()):

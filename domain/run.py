@@ -30,6 +30,8 @@ from controlroom.domain.run_events import (
     AgentReplyRejected,
     DodChecked,
     DodResult,
+    FileWriteIntended,
+    FileWritten,
     ModelAttemptFailed,
     ModelRequestRecorded,
     ReceiptIssued,
@@ -50,7 +52,7 @@ from controlroom.domain.run_events import (
     StopHook,
     TaskSpec,
 )
-from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
+from controlroom.domain.steps import AgentStep, StepSpec, ToolStep, WriteFileStep
 
 __all__ = [
     "AgentOutcome",
@@ -122,6 +124,12 @@ class Run(Aggregate):
         self.request_refs: set[str] = set()
         #: The recipe step index of the step whose failure ended the run, if one did.
         self.failed_step_index: int | None = None
+        #: Slots written as artifacts (text) rather than pointers to a receipt.
+        self.artifact_slots: set[str] = set()
+        #: `write_file` intents by step instance, committed before the file is touched.
+        self.file_intents: dict[str, FileWriteIntended] = {}
+        #: Workspace paths this run wrote, with the step that wrote each.
+        self.files_written: dict[str, FileWritten] = {}
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -290,6 +298,30 @@ class Run(Aggregate):
             will_retry=failure.will_retry,
             retry_in_s=failure.retry_in_s,
             request_ref=failure.request.ref if failure.request else None,
+        )
+
+    def intend_file_write(
+        self,
+        at: datetime,
+        path: str,
+        sha256_before: str | None,
+        sha256_intended: str,
+        size: int,
+    ) -> None:
+        """A `write_file` step records what it is about to write, before writing it."""
+        current = self._expect_current(WriteFileStep)
+        step = current.step
+        assert isinstance(step, WriteFileStep)
+        self._trigger(
+            FileWriteIntended,
+            at,
+            step_id=step.step_id,
+            instance_id=current.instance_id,
+            path=path,
+            mode=step.mode,
+            sha256_before=sha256_before,
+            sha256_intended=sha256_intended,
+            bytes=size,
         )
 
     def _stop_hook(self, at: datetime, current: StepInstance, report: StopHookReport) -> None:
@@ -502,6 +534,13 @@ class Run(Aggregate):
         else:
             self.slot_values[e.slot] = slot_value_of_text(e.text or "")
             self.slot_texts[e.slot] = e.text or ""
+            self.artifact_slots.add(e.slot)
+
+    def _on_file_intended(self, e: FileWriteIntended) -> None:
+        self.file_intents[e.instance_id] = e
+
+    def _on_file_written(self, e: FileWritten) -> None:
+        self.files_written[e.path] = e
 
     def _on_step_completed(self, e: StepCompleted) -> None:
         self.history.append(Performed(e.step_index, e.step_id, e.instance_id or e.step_id))
@@ -553,6 +592,8 @@ _APPLIERS: dict[type[DomainEvent], Any] = {
     StepWaiting: Run._on_step_waiting,
     ReceiptIssued: Run._on_receipt,
     SlotWritten: Run._on_slot,
+    FileWriteIntended: Run._on_file_intended,
+    FileWritten: Run._on_file_written,
     StepCompleted: Run._on_step_completed,
     DodChecked: Run._on_dod,
     ModelRequestRecorded: Run._on_request,

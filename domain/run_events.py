@@ -207,6 +207,36 @@ class SlotWritten(DomainEvent):
     text: str | None = None
 
 
+class FileWriteIntended(DomainEvent):
+    """A `write_file` step is about to write: committed before the file is touched, so a
+    resumed run can tell a write that happened (the file has `sha256_intended`) from one
+    that did not (`sha256_before`) from someone else's edit (neither)."""
+
+    type_name: ClassVar[str] = "FileWriteIntended"
+    step_id: str
+    instance_id: str
+    path: str
+    mode: Literal["create", "replace"]
+    #: The file's hash when the step read it; None: there was no file.
+    sha256_before: str | None
+    sha256_intended: str
+    bytes: int
+
+
+class FileWritten(DomainEvent):
+    """A workspace file was written (or found already written: `already_applied`)."""
+
+    type_name: ClassVar[str] = "FileWritten"
+    step_id: str
+    instance_id: str
+    path: str
+    mode: Literal["create", "replace"]
+    sha256_before: str | None
+    sha256_after: str
+    bytes: int
+    already_applied: bool = False
+
+
 class StepCompleted(DomainEvent):
     type_name: ClassVar[str] = "StepCompleted"
     step_index: int

@@ -13,6 +13,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from controlroom.domain.errors import PathTemplateError
+from controlroom.domain.templates import placeholders
+
 Phase = Literal["a", "b"]
 
 
@@ -62,6 +65,11 @@ class StepSpec(_Frozen):
         """Who performs it, for humans: a tool's name, an agent's archetype."""
         return self.kind
 
+    def paths_written(self) -> list[str]:
+        """The workspace paths the step writes, as written in the recipe (a literal, a
+        template, or `$ref:...`): a recipe may name each path once."""
+        return []
+
 
 class ToolStep(StepSpec):
     """Phase A: the system runs a tool, no model."""
@@ -104,6 +112,53 @@ class AgentStep(StepSpec):
         return self.agent_archetype
 
 
+class WriteFileStep(StepSpec):
+    """Write a slot's text to a workspace file, recorded with its hashes before and after.
+
+    `path` is a `$ref` (`{"$ref": "outline_beat.target.path"}`) or a template
+    (`Story/Scenes/SCN-{{task.args.scene_number:02d}}-{{outline_beat.focus.title|slug}}.md`,
+    see `domain/templates.py`). `create` refuses a file that is already there with other
+    content; `replace` replaces the file the step read, never one changed since."""
+
+    kind: Literal["write_file"] = "write_file"
+    source_slot: str = Field(min_length=1)
+    path: Annotated[Ref | str, Field(union_mode="left_to_right")]
+    mode: Literal["create", "replace"] = "create"
+
+    def slots_read(self) -> list[str]:
+        return [self.source_slot]
+
+    def refs(self) -> Iterator[tuple[str, str]]:
+        if isinstance(self.path, Ref):
+            yield "path.$ref", self.path.ref
+            return
+        try:
+            for ref in placeholders(self.path):
+                yield "path", ref
+        except PathTemplateError:
+            return  # reported by problems()
+
+    def problems(self, known: KnownNames) -> Iterator[tuple[str, str]]:
+        if isinstance(self.path, Ref):
+            return
+        try:
+            list(placeholders(self.path))
+        except PathTemplateError as exc:
+            yield "path", exc.reason
+            return
+        literal = self.path.replace("\\", "/")
+        if literal.startswith("/") or ".." in literal.split("/"):
+            yield "path", f"path '{self.path}' must stay inside the workspace (no '/' or '..')"
+        elif literal.endswith("/"):
+            yield "path", f"path '{self.path}' names a folder, not a file"
+
+    def actor(self) -> str:
+        return "workspace"
+
+    def paths_written(self) -> list[str]:
+        return [f"$ref:{self.path.ref}" if isinstance(self.path, Ref) else self.path]
+
+
 class StepKinds:
     """The registry of step kinds; listeners rebuild what depends on the set (the recipe
     model's union)."""
@@ -144,6 +199,7 @@ class StepKinds:
 STEP_KINDS = StepKinds()
 STEP_KINDS.register(ToolStep)
 STEP_KINDS.register(AgentStep)
+STEP_KINDS.register(WriteFileStep)
 
 
 def kind_of(phase: Phase) -> Callable[[Any], str]:

@@ -32,6 +32,8 @@ class Execution:
     profiles: dict[str, AgentProfile]
     record_attempt: Callable[[AttemptReport], None]
     on_partial: PartialHook
+    #: Commits what the run recorded so far (a step's intent before its side effect).
+    checkpoint: Callable[[], None] = lambda: None
 
 
 class Performer(Protocol):
@@ -94,3 +96,12 @@ async def perform_agent(execution: Execution, instance: StepInstance) -> StepOut
 PERFORMERS = Performers()
 PERFORMERS.register("tool", perform_tool)
 PERFORMERS.register("agent", perform_agent)
+
+
+def _register_write_file() -> None:
+    from controlroom.engine.files import perform_write_file
+
+    PERFORMERS.register("write_file", perform_write_file)
+
+
+_register_write_file()

@@ -20,10 +20,15 @@ from eventsourcing.persistence import IntegrityError, MapperDeserialisationError
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.events import EVENT_TYPES, DomainEvent
-from controlroom.domain.issue import Issue, open_dod_issues, open_stop_hook_issue
+from controlroom.domain.issue import (
+    Issue,
+    open_dod_issues,
+    open_file_conflict_issue,
+    open_stop_hook_issue,
+)
 from controlroom.domain.outcomes import StepOutcome
 from controlroom.domain.run import Run
-from controlroom.domain.run_events import DodChecked, StopHook
+from controlroom.domain.run_events import DodChecked, StepFailed, StopHook
 from controlroom.eventstore.store import EventStore
 
 log = logging.getLogger("controlroom.policies")
@@ -108,8 +113,33 @@ class AgentOutputIssuePolicy:
             unit.add(issue)
 
 
+class FileConflictIssuePolicy:
+    """A `write_file` step that would have overwritten someone else's file (or cannot tell
+    whether its own write happened) opens a "file conflict" issue, exactly once."""
+
+    name = "policy.file_conflict_issues"
+    follows = frozenset({StepFailed.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        assert isinstance(event, StepFailed)
+        if event.error_type != "FileWriteConflictError":
+            return
+        run = unit.get(Run, event.originator_id)
+        if run is None or run.recipe is None:
+            return
+        issue = open_file_conflict_issue(
+            event,
+            run.file_intents.get(event.instance_id or event.step_id),
+            run.recipe.recipe_id,
+            run.session_id,
+            lambda issue_id: unit.get(Issue, issue_id) is not None,
+        )
+        if issue is not None:
+            unit.add(issue)
+
+
 def bundled_policies() -> list[Policy]:
-    return [DodIssuePolicy(), AgentOutputIssuePolicy()]
+    return [DodIssuePolicy(), AgentOutputIssuePolicy(), FileConflictIssuePolicy()]
 
 
 class PolicyRunner:

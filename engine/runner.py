@@ -106,6 +106,7 @@ class StepRunner:
             record_attempt=self._attempt_recorder(run),
             on_partial=self.on_partial,
         )
+        execution.checkpoint = lambda: self.save(execution.run)
         while not run.is_finished:
             current = run.next_step()
             if current is None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +106,7 @@ class EventStore(Application[str]):
         try:
             if env and env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
                 ensure_schema(env)
-            super().__init__(env)
+            self._open(env)
         except (OperationalError, InterfaceError) as exc:
             raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
         except Exception as exc:
@@ -120,6 +122,21 @@ class EventStore(Application[str]):
         self.commits = 0
         #: Records found undecodable so far, by (aggregate id, version).
         self.damaged: dict[tuple[str, int], Damaged] = {}
+
+    def _open(self, env: dict[str, str] | None) -> None:
+        """Open (and on first use create) the store. Processes creating a new SQLite store
+        at the same instant can trip over each other: the library records its tracking
+        table's layout once (the slower insert fails) and SQLite may report the file locked
+        while another process sets it up. Once the tables exist, opening again succeeds."""
+        sqlite = bool(env) and (env or {}).get("PERSISTENCE_MODULE") == "eventsourcing.sqlite"
+        for attempt in range(1, 6):
+            try:
+                super().__init__(env)
+                return
+            except (IntegrityError, OperationalError, sqlite3.OperationalError):
+                if not sqlite or attempt == 5:
+                    raise
+                time.sleep(0.05 * attempt)
 
     def construct_mapper(self) -> Mapper[str]:
         return PydanticMapper(self._max_event_bytes or max_event_bytes())

@@ -2,23 +2,23 @@
 
 A projection has a `name`, the stored names of the event types it reads (`topics`), its
 tables, and `apply`, which writes what one batch of events changes. `Projections` runs a
-set of them over one SQLite database: for each, it reads the log after that projection's
-tracked position and commits the changed rows together with the new position. So every
-event is applied exactly once, a catch-up resumes where the last one stopped, and
-`rebuild` replays the log from zero, one projection or all.
+set of them over one database (SQLite, or the log's own PostgreSQL database: see `db.py`):
+for each, it reads the log after that projection's tracked position and commits the changed
+rows together with the new position. So every event is applied exactly once, a catch-up
+resumes where the last one stopped, and `rebuild` replays the log from zero, one projection
+or all.
 
-Several threads (one connection behind a lock) and several processes (`BEGIN IMMEDIATE`,
-the position re-read inside the transaction) may catch up at once: they take turns.
+Several threads (one connection behind a lock) and several processes (`BEGIN IMMEDIATE` on
+SQLite, an advisory lock per projection on PostgreSQL, the position re-read inside the
+transaction) may catch up at once: they take turns.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -28,14 +28,16 @@ from eventsourcing.persistence import Notification
 from controlroom.domain.errors import BadInputError
 from controlroom.domain.events import EVENT_TYPES, UnknownEventTypeError, parse_topic
 from controlroom.eventstore.store import EventStore
+from controlroom.projections.db import Db, SQLiteDb
 from controlroom.projections.models import ProjectionStatus
 
 log = logging.getLogger("controlroom.projections")
 
 #: Release 0.1 stored events under module-path topics (`domain.run_events:RunStarted`).
 LEGACY_MODULES = ("domain.run_events", "domain.issue")
-#: `PRAGMA user_version` of the database layout. A file of another layout (release 0.1 kept
+#: `PRAGMA user_version` of a SQLite file's layout. A file of another layout (release 0.1 kept
 #: one tracking row for all its views) holds nothing that cannot be rebuilt: it is dropped.
+#: (PostgreSQL views have only ever had this layout, and share their schema with the log.)
 LAYOUT = 2
 TRACKING = """CREATE TABLE IF NOT EXISTS projection_tracking (
     name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"""
@@ -104,35 +106,28 @@ class Projection(ABC):
     schema: ClassVar[tuple[str, ...]]
 
     @abstractmethod
-    def apply(self, conn: sqlite3.Connection, batch: Sequence[Recorded]) -> None:
+    def apply(self, conn: Db, batch: Sequence[Recorded]) -> None:
         """Write what the batch changes. The caller commits it with the new position."""
 
 
 class Projections:
-    """A set of projections over one SQLite database (`:memory:` when `path` is None)."""
+    """A set of projections over one database: a SQLite file at `where`, SQLite's
+    `:memory:` when it is None, or a `Db` given (`PostgresDb`: the log's own database)."""
 
     def __init__(
-        self, store: EventStore, path: Path | None, projections: Sequence[Projection]
+        self, store: EventStore, where: Path | Db | None, projections: Sequence[Projection]
     ) -> None:
         self.store = store
-        self.conn = sqlite3.connect(
-            str(path) if path else ":memory:",
-            isolation_level=None,
-            check_same_thread=False,
-            timeout=30,
-        )
+        self.conn = where if isinstance(where, Db) else SQLiteDb.open(where)
         self.lock = threading.RLock()
         self._projections = {p.name: p for p in projections}
         self._topics = {
             p.name: stored_topics(p.topics) if p.topics is not None else () for p in projections
         }
         with self.lock:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            # Views are rebuildable and each commit carries its position: losing the last
-            # commits to a power cut costs a re-read, never a wrong view.
-            self.conn.execute("PRAGMA synchronous=NORMAL")
             if not self._is_prepared():
-                with self._transaction():
+                # Every projection's lock, and the tracking table's own for a first creation.
+                with self.conn.transaction(["projection_tracking", *self._projections]):
                     self._prepare()
 
     def names(self) -> list[str]:
@@ -147,7 +142,7 @@ class Projections:
             for projection in self._projections.values():
                 try:
                     while True:
-                        with self._transaction():
+                        with self.conn.transaction([projection.name]):
                             count, done = self._advance(projection, batch_size)
                         applied += count
                         if done:
@@ -166,7 +161,7 @@ class Projections:
         applied = 0
         with self.lock:
             for projection in targets:
-                with self._transaction():
+                with self.conn.transaction([projection.name]):
                     self._reset(projection)
                     done = False
                     while not done:
@@ -205,21 +200,10 @@ class Projections:
 
     # -- internals ---------------------------------------------------------------------------
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-
     def _is_prepared(self) -> bool:
         """Whether the file has this layout and every projection at its version: opening it
         then takes no write lock, so a long rebuild in another process does not hold it up."""
-        (layout,) = self.conn.execute("PRAGMA user_version").fetchone()
-        if layout != LAYOUT:
+        if not self._layout_is_current() or not self.conn.table_exists("projection_tracking"):
             return False
         versions = dict(self.conn.execute("SELECT name, version FROM projection_tracking"))
         return all(versions.get(p.name) == p.version for p in self._projections.values())
@@ -227,15 +211,14 @@ class Projections:
     def _prepare(self) -> None:
         """Bring the file to this layout and every projection to its version (in the
         caller's transaction, re-checking what `_is_prepared` saw)."""
-        (layout,) = self.conn.execute("PRAGMA user_version").fetchone()
-        if layout != LAYOUT:
+        if not self._layout_is_current():
             tables = self.conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
             ).fetchall()
             for (table,) in tables:
                 self.conn.execute(f'DROP TABLE "{table}"')
             self.conn.execute(f"PRAGMA user_version = {LAYOUT}")
-        self.conn.execute(TRACKING)
+        self.conn.create(TRACKING)
         for projection in self._projections.values():
             row = self.conn.execute(
                 "SELECT version FROM projection_tracking WHERE name = ?", (projection.name,)
@@ -243,15 +226,22 @@ class Projections:
             if row is None or row[0] != projection.version:
                 self._reset(projection)
 
+    def _layout_is_current(self) -> bool:
+        """A SQLite file's layout is its `user_version`; PostgreSQL has only this one."""
+        if not isinstance(self.conn, SQLiteDb):
+            return True
+        (layout,) = self.conn.execute("PRAGMA user_version").fetchone()
+        return bool(layout == LAYOUT)
+
     def _reset(self, projection: Projection) -> None:
         """Drop the projection's tables, create them anew, and track it from position 0."""
         for table in projection.tables:
             self.conn.execute(f'DROP TABLE IF EXISTS "{table}"')
         for statement in projection.schema:
-            self.conn.execute(statement)
+            self.conn.create(statement)
         self.conn.execute(
-            "INSERT OR REPLACE INTO projection_tracking VALUES (?, 0, ?)",
-            (projection.name, projection.version),
+            self.conn.upsert("projection_tracking", ("name", "position", "version"), ("name",)),
+            (projection.name, 0, projection.version),
         )
 
     def _advance(self, projection: Projection, batch_size: int) -> tuple[int, bool]:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import orjson
 
 from controlroom.projections.base import Projection, Recorded
+from controlroom.projections.db import Db
 
 log = logging.getLogger("controlroom.projections")
+_COLUMNS = ("issue_id", "run_id", "status", "opened_at", "data")
 _OPENED_FIELDS = ("kind", "title", "detail", "run_id", "session_id", "recipe_id", "check")
 
 
@@ -27,7 +28,7 @@ class IssuesProjection(Projection):
         "CREATE INDEX IF NOT EXISTS issues_by_run ON issues (run_id, opened_at)",
     )
 
-    def apply(self, conn: sqlite3.Connection, batch: Sequence[Recorded]) -> None:
+    def apply(self, conn: Db, batch: Sequence[Recorded]) -> None:
         changed: dict[str, dict[str, Any]] = {}
         for item in batch:
             try:
@@ -39,7 +40,7 @@ class IssuesProjection(Projection):
                 continue
             _HANDLERS[item.type_name](conn, changed, item.originator_id, e)
         conn.executemany(
-            "INSERT OR REPLACE INTO issues VALUES (?, ?, ?, ?, ?)",
+            conn.upsert("issues", _COLUMNS, ("issue_id",)),
             [
                 (i["issue_id"], i["run_id"], i["status"], i["opened_at"], orjson.dumps(i))
                 for i in changed.values()
@@ -50,9 +51,7 @@ class IssuesProjection(Projection):
 Changed = dict[str, dict[str, Any]]
 
 
-def _on_opened(
-    conn: sqlite3.Connection, changed: Changed, issue_id: str, e: dict[str, Any]
-) -> None:
+def _on_opened(conn: Db, changed: Changed, issue_id: str, e: dict[str, Any]) -> None:
     changed[issue_id] = {
         "issue_id": issue_id,
         "status": "open",
@@ -62,9 +61,7 @@ def _on_opened(
     }
 
 
-def _on_closed(
-    conn: sqlite3.Connection, changed: Changed, issue_id: str, e: dict[str, Any]
-) -> None:
+def _on_closed(conn: Db, changed: Changed, issue_id: str, e: dict[str, Any]) -> None:
     issue = changed.get(issue_id) or load_issue(conn, issue_id)
     if issue is not None:
         issue.update(status="closed", resolution=e["resolution"], closed_at=e["timestamp"])
@@ -77,15 +74,15 @@ _HANDLERS = {"IssueOpened": _on_opened, "IssueClosed": _on_closed}
 # -- reads -------------------------------------------------------------------------------------
 
 
-def load_issue(conn: sqlite3.Connection, issue_id: str) -> dict[str, Any] | None:
+def load_issue(conn: Db, issue_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT data FROM issues WHERE issue_id = ?", (issue_id,)).fetchone()
     return _loads(row[0]) if row else None
 
 
-def list_issues(conn: sqlite3.Connection, run_id: str | None) -> list[dict[str, Any]]:
+def list_issues(conn: Db, run_id: str | None) -> list[dict[str, Any]]:
+    where, params = ("WHERE run_id = ? ", [run_id]) if run_id is not None else ("", [])
     rows = conn.execute(
-        "SELECT data FROM issues WHERE (?1 IS NULL OR run_id = ?1) ORDER BY opened_at, issue_id",
-        (run_id,),
+        f"SELECT data FROM issues {where}ORDER BY opened_at, issue_id", params
     ).fetchall()
     return [_loads(row[0]) for row in rows]
 

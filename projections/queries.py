@@ -3,11 +3,11 @@ typed view models. Neither reads a table or folds events for itself."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 
 from controlroom.domain.errors import IssueNotFoundError, RunNotFoundError
 from controlroom.projections import issues, runs
+from controlroom.projections.db import Db
 from controlroom.projections.models import (
     ArtifactSlot,
     IssueView,
@@ -20,7 +20,7 @@ from controlroom.projections.run_view import RunView, one_line
 
 
 class Queries:
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+    def __init__(self, conn: Db, lock: threading.RLock) -> None:
         self.conn, self.lock = conn, lock
 
     def runs(self, status: str | None = None, recipe_id: str | None = None) -> list[RunSummary]:

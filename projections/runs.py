@@ -12,17 +12,15 @@ must move its run's version without this module knowing them.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import orjson
 
 from controlroom.projections.base import Projection, Recorded
+from controlroom.projections.db import Db
 from controlroom.projections.run_view import RUN_EVENT_NAMES, RunView
 
-_UPSERT_RUN = "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_UPSERT_TEXT = "INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?)"
 _SUMMARY = (
     "run_id",
     "recipe_id",
@@ -34,6 +32,7 @@ _SUMMARY = (
     "lease_expires_at",
     "damage",
 )
+_COLUMNS = (*_SUMMARY, "version", "state")
 _IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
 
 
@@ -55,7 +54,7 @@ class RunsProjection(Projection):
             PRIMARY KEY (run_id, slot))""",
     )
 
-    def apply(self, conn: sqlite3.Connection, batch: Sequence[Recorded]) -> None:
+    def apply(self, conn: Db, batch: Sequence[Recorded]) -> None:
         # One read for every run the batch touches; None: not (yet) a run's stream.
         views: dict[str, RunView | None] = load_views(conn, {i.originator_id for i in batch})
         for item in batch:
@@ -69,9 +68,12 @@ class RunsProjection(Projection):
             views[run_id] = view
             _fold(view, item)
         changed = [(run_id, view) for run_id, view in views.items() if view is not None]
-        conn.executemany(_UPSERT_RUN, [_row(run_id, view) for run_id, view in changed])
         conn.executemany(
-            _UPSERT_TEXT,
+            conn.upsert("runs", _COLUMNS, ("run_id",)),
+            [_row(run_id, view) for run_id, view in changed],
+        )
+        conn.executemany(
+            conn.upsert("artifacts", ("run_id", "slot", "text"), ("run_id", "slot")),
             [(run_id, slot, text) for run_id, view in changed for slot, text in view.texts.items()],
         )
 
@@ -120,13 +122,13 @@ def _row(run_id: str, view: RunView) -> tuple[Any, ...]:
 # -- reads -------------------------------------------------------------------------------------
 
 
-def load_view(conn: sqlite3.Connection, run_id: str) -> RunView | None:
+def load_view(conn: Db, run_id: str) -> RunView | None:
     """The run's fold as last written, without artifact texts (see `artifact_text`)."""
     row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     return RunView.from_state(orjson.loads(row[0])) if row else None
 
 
-def load_views(conn: sqlite3.Connection, run_ids: set[str]) -> dict[str, RunView | None]:
+def load_views(conn: Db, run_ids: set[str]) -> dict[str, RunView | None]:
     """`load_view` for many runs at once; None for each id that is not a run's."""
     found: dict[str, RunView | None] = dict.fromkeys(run_ids)
     ids = list(run_ids)
@@ -140,24 +142,23 @@ def load_views(conn: sqlite3.Connection, run_ids: set[str]) -> dict[str, RunView
     return found
 
 
-def list_runs(
-    conn: sqlite3.Connection, status: str | None, recipe_id: str | None
-) -> list[dict[str, Any]]:
+def list_runs(conn: Db, status: str | None, recipe_id: str | None) -> list[dict[str, Any]]:
+    wanted = {"status": status, "recipe_id": recipe_id}
+    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
     rows = conn.execute(
-        f"SELECT {', '.join(_SUMMARY)} "
-        "FROM runs WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR recipe_id = ?2) "
-        "ORDER BY created_at, run_id",
-        (status, recipe_id),
+        f"SELECT {', '.join(_SUMMARY)} FROM runs "
+        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at, run_id",
+        [value for value in wanted.values() if value is not None],
     ).fetchall()
     return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
 
 
-def run_status(conn: sqlite3.Connection, run_id: str) -> str | None:
+def run_status(conn: Db, run_id: str) -> str | None:
     row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     return str(row[0]) if row else None
 
 
-def artifact_text(conn: sqlite3.Connection, run_id: str, slot: str) -> str | None:
+def artifact_text(conn: Db, run_id: str, slot: str) -> str | None:
     row = conn.execute(
         "SELECT text FROM artifacts WHERE run_id = ? AND slot = ?", (run_id, slot)
     ).fetchone()

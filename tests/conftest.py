@@ -13,6 +13,9 @@ from controlroom.engine.service import RunService
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "novel"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: What `bash scripts/demo` leaves in the example (its store, the scene it drafts): never
+#: copied into a test's workspace, which starts from the example as committed.
+DEMO_LEFTOVERS = (".control-room", "SCN-04-*")
 #: The fields of the consolidated run view, `GET /api/runs/{id}` (appendix D).
 APPENDIX_D_KEYS = {
     "run_id",
@@ -49,7 +52,7 @@ def isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 def workspace(tmp_path: Path) -> Path:
     """A fresh copy of the example novel, so runs never touch the repository."""
     target = tmp_path / "novel"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".control-room"))
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
     return target
 
 

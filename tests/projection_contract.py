@@ -40,7 +40,7 @@ class ProjectionsContract:
             pytest.skip(f"{type(self).__name__}: no store configured")
         workspace = tmp_path / "novel"
         shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(".control-room"))
-        store = EventStore(env=store_env(workspace, self.store_spec))
+        store = self.open_store(workspace)
         context = Context.open(workspace, store=store)
         yield context
         context.close()
@@ -50,6 +50,9 @@ class ProjectionsContract:
         views = Views.for_store(ctx.store)
         yield views
         views.close()
+
+    def open_store(self, workspace: Path) -> EventStore:
+        return EventStore(env=store_env(workspace, self.store_spec))
 
     def record(self, ctx: Context, *tasks: str) -> list[str]:
         service = RunService(ctx)
@@ -128,7 +131,7 @@ class ProjectionsContract:
         with Views(ctx.store, path) as views:
             views.catch_up()
         (tmp_path / "other").mkdir()
-        other = EventStore(env=store_env(tmp_path / "other", self.store_spec))
+        other = self.open_store(tmp_path / "other")
         try:
             with Views(other, path) as views:  # the same views file, a shorter log
                 assert views.catch_up() == 0

@@ -23,7 +23,7 @@ from controlroom.projections.analytics import CRASH_IN_BATCH_VAR, AnalyticsProje
 from controlroom.projections.analytics_query import AnalyticsQueryError, QueryLimits
 from controlroom.projections.analytics_sql import REPORTS
 from tests.analytics_contract import dump
-from tests.conftest import EXAMPLE, FIXTURES
+from tests.conftest import DEMO_LEFTOVERS, EXAMPLE, FIXTURES
 from tests.live import live_server
 
 CLI = str(Path(sys.executable).parent / "controlroom")
@@ -43,7 +43,7 @@ def analytics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnalyticsPro
     """One store and analytics file for the read-only tests of this module."""
     root = tmp_path_factory.mktemp("analytics")
     workspace = root / "novel"
-    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(".control-room"))
+    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
     with pytest.MonkeyPatch.context() as env:
         env.setenv("CONTROLROOM_HOME", str(root / "home"))
         env.delenv("CONTROLROOM_STORE", raising=False)

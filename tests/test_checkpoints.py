@@ -30,11 +30,11 @@ Tamper = Callable[[sqlite3.Connection, list[str]], None]
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[str]]]:
     """Two finished runs and a third, all checkpointed; each test tampers with a copy."""
-    from tests.conftest import EXAMPLE
+    from tests.conftest import DEMO_LEFTOVERS, EXAMPLE
 
     root = tmp_path_factory.mktemp("pristine")
     workspace = root / "novel"
-    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(".control-room"))
+    shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
     ws = str(workspace)
     runs = [
         as_json(cli("run", recipe, "-w", ws, "-q", "--json"))["run_id"]

@@ -55,12 +55,12 @@ def test_the_first_command_completes_a_durable_run(workspace: Path) -> None:
     result = cli("run", DRAFT, "--workspace", str(workspace))
     assert result.returncode == 0, result.stderr
     assert (workspace / ".control-room" / "events.sqlite").is_file()
-    assert "[8/8] phase B · critique" in result.stderr and "done" in result.stdout
+    assert "[9/9] phase B · write_scene (write_file)" in result.stderr and "done" in result.stdout
     run_id = result.stdout.split(":")[0]
 
     view = as_json(cli("show", run_id, "-w", str(workspace), "--json"))
     assert set(view) >= APPENDIX_D_KEYS
-    assert view["status"] == "done" and view["total_steps"] == 8
+    assert view["status"] == "done" and view["total_steps"] == 9
     assert view["task"] == {"description": DRAFT}
     assert view["steps"][0] == {
         "step_id": "discover",
@@ -159,14 +159,14 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=10)
     assert process.returncode == -signal.SIGKILL
-    assert 4 <= completed_steps(workspace) < 8
+    assert 4 <= completed_steps(workspace) < 9
 
     resumed = cli("resume", "-w", str(workspace))
     assert resumed.returncode == 0, resumed.stderr
     run_id = resumed.stdout.split(":")[0]
     events = as_json(cli("events", run_id, "-w", str(workspace), "--json"))
     completed = [e["data"]["step_index"] for e in events if e["type"] == "StepCompleted"]
-    assert completed == list(range(8))  # each step exactly once
+    assert completed == list(range(9))  # each step exactly once
     assert _slot_hashes(workspace, run_id) == reference_slots
 
 
@@ -199,3 +199,27 @@ def start_slow_run(workspace: Path, *extra: str) -> subprocess.Popen[str]:
 def _slot_hashes(workspace: Path, run_id: str) -> dict[str, str]:
     events = as_json(cli("events", run_id, "-w", str(workspace), "--json"))
     return {e["data"]["slot"]: e["data"]["sha256"] for e in events if e["type"] == "SlotWritten"}
+
+
+def test_the_main_job_leaves_the_new_scene_file_and_says_where(workspace: Path) -> None:
+    """What `bash scripts/demo` does, on a copy of the example."""
+    result = cli("run", DRAFT, "--workspace", str(workspace))
+    assert result.returncode == 0, result.stderr
+    scene = workspace / "Story" / "Scenes" / "SCN-04-the-reckoning.md"
+    assert scene.is_file()
+    assert f"wrote {scene} ({scene.stat().st_size} bytes)" in result.stdout
+    run_id = result.stdout.split(":")[0]
+    assert f"controlroom slot {run_id} SLOT" in result.stderr
+    where = cli("slot", run_id, "scene_file", "-w", str(workspace))
+    assert (
+        where.returncode == 0 and as_json(where)["path"] == "Story/Scenes/SCN-04-the-reckoning.md"
+    )
+    text = cli("slot", run_id, "edited_draft", "-w", str(workspace))
+    assert text.returncode == 0 and text.stdout == scene.read_text()
+    tool = cli("slot", run_id, "outline_beat", "-w", str(workspace))
+    assert as_json(tool)["target"]["path"] == "Story/Scenes/SCN-04-the-reckoning.md"
+    missing = cli("slot", run_id, "nope", "-w", str(workspace))
+    assert missing.returncode == 64 and "its slots: discovery" in missing.stderr
+    # Once more with the same inputs: the file is recognised, not written again.
+    again = cli("run", DRAFT, "--workspace", str(workspace), "-q")
+    assert again.returncode == 0 and f"already held {scene}" in again.stdout

@@ -12,6 +12,7 @@ import pytest
 from controlroom.domain.errors import PromptError
 from controlroom.domain.run import Run, RunStatus
 from controlroom.domain.run_events import AgentResponded
+from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.prompts.contracts import (
@@ -64,7 +65,11 @@ def test_every_prompt_type_whose_slot_is_read_as_data_has_a_contract() -> None:
     catalog = RecipeCatalog.load(None, ToolRegistry.default().names(), registry.prompt_types())
     read_as_data: set[str] = set()
     for recipe in catalog.recipes():
-        producers = {step.output_slot: step.prompt_type for step in recipe.phase_b}
+        producers = {
+            step.output_slot: step.prompt_type
+            for step in recipe.phase_b
+            if isinstance(step, AgentStep)
+        }
         for check in recipe.dod:
             slot = getattr(check, "slot", None)
             if getattr(check, "check", "") == "slot_field_equals" and slot in producers:

@@ -16,18 +16,19 @@ import pytest
 from controlroom.domain.issue import IssueOpened
 from controlroom.domain.run_events import (
     TERMINAL_EVENTS,
+    FileWritten,
     RunStarted,
     SlotWritten,
     StepCompleted,
 )
 from controlroom.engine.context import Context
-from tests.conftest import EXAMPLE
+from tests.conftest import DEMO_LEFTOVERS, EXAMPLE
 from tests.test_cli_e2e import cli
 
 pytestmark = pytest.mark.e2e
 
-#: The jobs: a run that completes (the main job, eight steps), and one whose DoD fails
-#: and opens an issue through a policy. Runs that write files and plans join as they exist.
+#: The jobs: a run that completes (the main job, nine steps, the last writing the new scene
+#: file), and one whose DoD fails and opens an issue through a policy.
 JOBS = {
     "draft": "Draft scene 4 from the outline",
     "failing_dod": "check consistency of the scenes against canon",
@@ -40,6 +41,8 @@ class Outcome:
     slots: tuple[tuple[str, str], ...]
     issues: tuple[tuple[str, str], ...]
     files: tuple[tuple[str, str], ...]
+    #: Every FileWritten: (path, hash after, whether it found the file already written).
+    writes: tuple[tuple[str, str, bool], ...]
     duplicated_steps: tuple[str, ...]
 
 
@@ -66,13 +69,18 @@ def outcome(workspace: Path) -> Outcome:
         slots=tuple(sorted({(e.slot, e.sha256) for e in events if isinstance(e, SlotWritten)})),
         issues=tuple(sorted((e.kind, e.title) for e in events if isinstance(e, IssueOpened))),
         files=files,
+        writes=tuple(
+            (e.path, e.sha256_after, e.already_applied)
+            for e in events
+            if isinstance(e, FileWritten)
+        ),
         duplicated_steps=tuple(sorted(k for k, n in completed.items() if n > 1)),
     )
 
 
 def fresh(tmp_path: Path, name: str) -> Path:
     target = tmp_path / name
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".control-room"))
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
     return target
 
 
@@ -95,6 +103,9 @@ def test_a_kill_after_any_commit_resumes_to_the_uninterrupted_result(
         assert cli("run", task, "-w", str(reference_ws), "-q").returncode in (0, 1)
         reference = outcome(reference_ws)
         assert reference.ending and not reference.duplicated_steps
+        if job == "draft":  # the new scene, written once, is among the files compared
+            ((path, digest, applied),) = reference.writes
+            assert not applied and (path, digest) in reference.files
         n = 0
         while True:
             n += 1

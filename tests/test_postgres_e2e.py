@@ -77,9 +77,11 @@ def test_runs_issues_and_workers_on_postgresql(workspace: Path, postgres_store_s
         )
     finally:
         ctx.close()
-    assert set(steps.values()) == {1} and len(steps) == 4 * 8 + 4
+    assert set(steps.values()) == {1} and len(steps) == 4 * 9 + 4
     for run in runs:
         assert cli("replay", run["run_id"], "--verify").returncode == 0
+    # The read models live in the database beside the log, not in a file of this machine.
+    assert not list((workspace / ".control-room").glob("views*.sqlite"))
 
 
 def test_a_server_that_does_not_execute_streams_a_run_a_worker_executes(

@@ -25,6 +25,7 @@ from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.projections.base import Recorded
+from controlroom.projections.db import SQLiteDb
 from controlroom.projections.models import RunDetail
 from controlroom.projections.run_view import RunView
 from controlroom.projections.runs import RunsProjection
@@ -221,8 +222,8 @@ def test_a_step_that_runs_twice_is_kept_per_instance_and_unknown_events_only_cou
     with closing(sqlite3.connect(":memory:")) as conn:
         for statement in RunsProjection.schema:
             conn.execute(statement)
-        RunsProjection().apply(conn, batch[:4])
-        RunsProjection().apply(conn, batch[4:])  # the next batch resumes from the stored state
+        RunsProjection().apply(SQLiteDb(conn), batch[:4])
+        RunsProjection().apply(SQLiteDb(conn), batch[4:])  # the next batch resumes from it
         (state,) = conn.execute("SELECT state FROM runs").fetchone()
     view = RunView.from_state(orjson.loads(state))
     steps = view.step_log()
@@ -250,6 +251,7 @@ def test_artifact_text_is_stored_once_in_the_views(ctx: Context) -> None:
             "edited_draft",
             "continuity_report",
             "critique",
+            "scene_file",  # the write_file step's slot: where the scene was written
         }
         assert all(text not in state.decode() for text in texts.values())
         tables = {row[0] for row in views.conn.execute("SELECT name FROM sqlite_master")}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controlroom.domain.errors import RecipeInvalidError, UnknownRecipeError
-from controlroom.domain.recipe import FileExists, Ref, SlotFieldEquals
+from controlroom.domain.recipe import AgentStep, FileExists, Ref, SlotFieldEquals
 from controlroom.domain.recipe_check import validate_recipe
 from controlroom.prompts.registry import PromptRegistry
 from controlroom.recipes.catalog import SCHEMA_FILE, RecipeCatalog, render_schema
@@ -69,7 +69,8 @@ def test_every_recipe_of_the_seed_map_is_bundled_with_its_tools_and_agents() -> 
     for recipe_id, (tools, agents) in SEED_RECIPE_MAP.items():
         recipe = catalog.get(recipe_id)
         assert [s.tool for s in recipe.phase_a] == tools
-        assert [s.agent_archetype for s in recipe.phase_b] == agents
+        # Agent steps, then (in recipes that write results) the write_file steps.
+        assert [s.agent_archetype for s in recipe.phase_b if isinstance(s, AgentStep)] == agents
         assert recipe.dod, recipe_id
 
 

@@ -42,3 +42,25 @@ def test_an_unusable_event_size_limit_is_a_clear_error(
 
 def test_the_default_event_size_limit_applies_when_unset() -> None:
     assert max_event_bytes() == DEFAULT_MAX_EVENT_BYTES
+
+
+def _open_store_at(path: str, barrier: object) -> None:
+    barrier.wait()  # type: ignore[attr-defined]
+    from controlroom.eventstore.store import EventStore
+
+    EventStore(env=store_env(Path(path).parent, f"sqlite:///{path}")).close()
+
+
+def test_processes_creating_a_new_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for round_ in range(5):
+        path = str(tmp_path / f"events-{round_}.sqlite")
+        barrier = context.Barrier(4)
+        procs = [context.Process(target=_open_store_at, args=(path, barrier)) for _ in range(4)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(timeout=30)
+        assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]

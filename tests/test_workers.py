@@ -101,7 +101,7 @@ def test_queued_runs_are_shared_and_a_killed_workers_runs_are_finished_by_anothe
         )
     finally:
         ctx.close()
-    assert len(completions) == 4 * 8 and set(completions.values()) == {1}
+    assert len(completions) == 4 * 9 and set(completions.values()) == {1}
     for q in queued:
         assert cli(workspace, "replay", q["run_id"], "--verify").returncode == 0
 
@@ -132,4 +132,6 @@ def test_a_queued_run_can_be_followed_while_a_worker_executes_it(workspace: Path
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert followed.returncode == 0, followed.stderr
-    assert "[8/8] phase B · critique" in followed.stderr and "done" in followed.stdout
+    assert (
+        "[9/9] phase B · write_scene (write_file)" in followed.stderr and "done" in followed.stdout
+    )

@@ -282,3 +282,40 @@ def detect_layout(workspace: Workspace) -> Layout:
         tuple(p for p in paths if p not in taken),
         tuple(warnings),
     )
+
+
+def _slug_like(title: str, sample: str) -> str:
+    """The title written as the sample's words are: `the-arrival`, `The_Arrival`, `The Arrival`."""
+    joiner = next((c for c in (" ", "-", "_") if c in sample.strip(" -_.")), "-")
+    words = re.findall(r"[0-9A-Za-z]+", re.sub(r"['’]", "", title))
+    if sample == sample.lower():
+        words = [w.lower() for w in words]
+    return joiner.join(words)
+
+
+def unit_path_for(layout: Layout, number: int, title: str) -> str | None:
+    """Where unit `number` lives, or would live: next to the other units, named as they are
+    (`SCN-03-the-archive.md` gives `SCN-04-the-reckoning.md`). None without units."""
+    for unit in layout.units:
+        if unit.number == number:
+            return unit.path
+    if not layout.units:
+        return None
+    before = [u for u in layout.units if (u.number or 0) < number]
+    sample = before[-1] if before else layout.units[0]
+    folder, _, name = sample.path.rpartition("/")
+    stem, dot, suffix = name.rpartition(".")
+    if not dot:
+        stem, suffix = name, "md"
+    digits = _NUMBER.search(stem)
+    if digits is None:
+        new_stem = f"{layout.unit.capitalize()} {number} - {title}".strip(" -")
+    else:
+        rest = stem[digits.end() :]
+        separator = re.match(r"[\s_\-.]*", rest)
+        sep = separator.group(0) if separator and separator.group(0) else "-"
+        words = rest[len(sep) :] if separator else rest
+        numbered = f"{stem[: digits.start()]}{number:0{len(digits.group(0))}d}"
+        slugged = _slug_like(title, words or "-") if title else ""
+        new_stem = f"{numbered}{sep}{slugged}" if slugged and words else numbered
+    return f"{folder}/{new_stem}.{suffix}" if folder else f"{new_stem}.{suffix}"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from controlroom.domain.errors import WorkspaceError
 from controlroom.tools.analysis import numbers_in, terms, title_of
 from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.layout import detect_layout, unit_path_for
 from controlroom.tools.outline import parse_outline
 from controlroom.tools.workspace import Workspace
 
@@ -46,6 +48,7 @@ class OutlineAnalyzer:
             "scene_count": len(scenes),
             "beat_count": beat_count,
             "focus": focus,
+            "target": _target(workspace, focus, scenes),
         }
         lines = [
             f"Outline '{title_of(text) or args.outline_path}': {len(scenes)} scenes, "
@@ -62,3 +65,23 @@ class OutlineAnalyzer:
                 for s in scenes
             )
         return ToolResult(output, "\n".join(lines))
+
+
+def _target(
+    workspace: Workspace, focus: dict[str, Any] | None, scenes: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The file of the focus scene: where it is, or would go next to the other units.
+    Without a focus (`draft the next scene`), the first outline scene with no file yet."""
+    try:
+        layout = detect_layout(workspace)
+    except WorkspaceError:
+        return None
+    if focus is None:
+        have = {unit.number for unit in layout.units}
+        focus = next((s for s in scenes if s["number"] not in have), None)
+        if focus is None:
+            return None
+    path = unit_path_for(layout, focus["number"], focus["title"])
+    if path is None:
+        return None
+    return {"path": path, "exists": workspace.exists(path), "number": focus["number"]}

@@ -1,0 +1,181 @@
+"""The `write_file` step: a slot's text written to a workspace file, once, atomically.
+
+Before the file is touched the step commits `FileWriteIntended` (the path, the hash of the
+file as the step read it, the hash it means to write). Then it writes a temporary file
+beside the target and renames it over, after checking the target still holds what was
+read. A resumed step therefore knows where it stands from the file's hash alone:
+
+- the intended hash: the write happened before the crash; it is recorded, not redone;
+- the hash read: the write did not happen; it is done now;
+- anything else: someone else changed the file; the outcome is unknown and the step fails
+  with a conflict naming the hashes, never overwriting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from controlroom.domain.errors import (
+    FileWriteConflictError,
+    RefResolutionError,
+    WorkspaceError,
+)
+from controlroom.domain.outcomes import FileWriteOutcome
+from controlroom.domain.refs import resolve_ref
+from controlroom.domain.run import Run, StepInstance
+from controlroom.domain.steps import Ref, WriteFileStep
+from controlroom.domain.templates import placeholders, render
+from controlroom.engine.performers import Execution
+from controlroom.tools.workspace import STATE_DIR, Workspace
+
+
+def source_text(run: Run, slot: str) -> str:
+    """What the step writes: an artifact slot's text, a pointer slot's value as JSON;
+    ending with a newline, as text files do."""
+    if slot in run.artifact_slots:
+        text = run.slot_texts[slot]
+        return text if text.endswith("\n") else text + "\n"
+    if slot not in run.slot_values:
+        raise RefResolutionError(slot, slot, f"no slot '{slot}' has been written")
+    return json.dumps(run.slot_values[slot], indent=2, ensure_ascii=False) + "\n"
+
+
+def target_path(step: WriteFileStep, run: Run) -> tuple[str, list[str]]:
+    """The workspace-relative path the step writes, and the refs it read to know it."""
+    task = run.task_context()
+    if isinstance(step.path, Ref):
+        value = resolve_ref(step.path.ref, task, run.slot_values)
+        if not isinstance(value, str):
+            raise WorkspaceError(f"$ref '{step.path.ref}' is not a path: {value!r}")
+        return value, [step.path.ref]
+    return render(step.path, task, run.slot_values), list(placeholders(step.path))
+
+
+def checked_target(workspace: Workspace, relative: str) -> tuple[str, Path]:
+    """The normalised relative path and real path of a file the step may write."""
+    real = workspace.resolve(relative)
+    normal = PurePosixPath(relative.replace("\\", "/")).as_posix()
+    if normal.split("/", 1)[0] == STATE_DIR:
+        raise WorkspaceError(f"path '{relative}' is inside {STATE_DIR}/, which is Control Room's")
+    if real.is_dir() or relative.endswith(("/", "\\")):
+        raise WorkspaceError(f"path '{relative}' is a folder, not a file")
+    if real.exists() and not real.is_file():
+        raise WorkspaceError(f"path '{relative}' is not a regular file")
+    return normal, real
+
+
+def file_sha256(path: Path) -> str | None:
+    """The file's hash, None when there is no file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read '{path.name}': {exc.strerror}") from exc
+
+
+def write_atomically(real: Path, data: bytes, relative: str, before: str | None) -> None:
+    """Temp file beside the target, fsync, check the target is still as read, rename."""
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write '{relative}': {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        now = file_sha256(real)
+        if now != before:
+            raise FileWriteConflictError(
+                relative,
+                now,
+                {"as the run read it": before},
+                "the file was changed by someone else after the run read it",
+            )
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # the rename is durable once its folder is synced
+        folder = os.open(real.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+async def perform_write_file(execution: Execution, instance: StepInstance) -> FileWriteOutcome:
+    step = instance.step
+    assert isinstance(step, WriteFileStep)
+    run = execution.run
+    text = source_text(run, step.source_slot)
+    data = text.encode("utf-8")
+    intended = hashlib.sha256(data).hexdigest()
+    wanted, refs = target_path(step, run)
+    relative, real = checked_target(execution.ctx.workspace, wanted)
+    earlier = run.files_written.get(relative)
+    if earlier is not None and earlier.step_id != step.step_id:
+        raise WorkspaceError(
+            f"'{relative}' was already written in this run by step '{earlier.step_id}'"
+        )
+
+    def outcome(before: str | None, applied: bool) -> FileWriteOutcome:
+        return FileWriteOutcome(
+            instance_id=instance.instance_id,
+            path=relative,
+            mode=step.mode,
+            sha256_before=before,
+            sha256_after=intended,
+            bytes=len(data),
+            already_applied=applied,
+            input_slot_refs=[step.source_slot, *refs],
+        )
+
+    now = file_sha256(real)
+    intent = run.file_intents.get(instance.instance_id)
+    if intent is not None:
+        # Resumed after the intent was committed: the file's hash says what happened.
+        if (intent.path, intent.sha256_intended) != (relative, intended):
+            raise FileWriteConflictError(
+                relative,
+                now,
+                {"recorded intent": intent.sha256_intended},
+                f"the step's recorded intent was to write '{intent.path}' with other content",
+            )
+        if now == intended:
+            return outcome(intent.sha256_before, True)
+        if now != intent.sha256_before:
+            raise FileWriteConflictError(
+                relative,
+                now,
+                {"as the run read it": intent.sha256_before, "what this step writes": intended},
+                "outcome unknown: after this step recorded its intent the file came to hold "
+                "neither what the run read nor what it meant to write",
+            )
+        before = intent.sha256_before
+    else:
+        if now == intended:
+            return outcome(now, True)  # already there (an earlier run with the same inputs)
+        if step.mode == "create" and now is not None:
+            raise FileWriteConflictError(
+                relative,
+                now,
+                {"mode 'create'": None, "what this step writes": intended},
+                "the file already exists with other content (move it away, or use mode "
+                "'replace' to replace it)",
+            )
+        if now is not None and not os.access(real, os.W_OK):
+            raise WorkspaceError(f"'{relative}' is read-only: not replaced")
+        before = now
+        run.intend_file_write(execution.ctx.clock.now(), relative, before, intended, len(data))
+        execution.checkpoint()
+    write_atomically(real, data, relative, before)
+    return outcome(before, False)
