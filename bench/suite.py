@@ -100,7 +100,7 @@ def workspace_copy() -> Iterator[Path]:
 
 def open_ctx(workspace: Path, store: str, **env: str) -> Context:
     settings = Settings.from_env({"CONTROLROOM_STORE": store, **env})
-    tools = ToolRegistry([*ToolRegistry.default(with_plugins=False)._tools.values(), NoopTool()])
+    tools = ToolRegistry.default(with_plugins=False).with_tools(NoopTool())
     return Context.open(workspace, settings=settings, tools=tools)
 
 

@@ -142,10 +142,12 @@ class EventTypes:
         """Every stored topic an event of these names may have: each version's, and the
         module-path topic release 0.1 wrote (for filtering the log by type)."""
         topics: list[str] = []
-        for name in names:
-            cls = self.get(name)
+        for name in sorted(names):
+            # A name this release does not know (an event of a plugin not loaded) is still
+            # filtered for, at version 1.
+            version = self._by_name[name].class_version if name in self._by_name else 1
             topics.append(name)
-            topics.extend(f"{name}.v{v}" for v in range(2, cls.class_version + 1))
+            topics.extend(f"{name}.v{v}" for v in range(2, version + 1))
             topics.extend(t for t, n in LEGACY_TOPICS.items() if n == name)
         return topics
 

@@ -115,9 +115,6 @@ class EventStore(Application[str]):
             raise
         self._observers: list[CommitObserver] = []
         self._observers_lock = threading.Lock()
-        if crash_after_commit is None:
-            raw = os.environ.get(CRASH_AFTER_COMMIT_VAR, "").strip()
-            crash_after_commit = int(raw) if raw.isdigit() else None
         self._crash_after = crash_after_commit
         self.commits = 0
         #: Records found undecodable so far, by (aggregate id, version).

@@ -9,7 +9,6 @@ official SDK adapts it), and dropped if the server refuses it. A provider with n
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from controlroom.domain.errors import ModelCallError
@@ -19,13 +18,16 @@ from controlroom.models.keys import api_key
 from controlroom.models.offline import approx_tokens
 from controlroom.models.port import ModelRequest, ModelResponse, TextSink
 from controlroom.models.sdk_errors import import_sdk, parsed_stream, translated
+from controlroom.models.structured import SchemaFallback
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 _OWN_KEYS = ("model", "max_tokens", "messages", "stream")
 
 
-class AnthropicModel:
+class AnthropicModel(SchemaFallback):
+    schema_key = "output_config"
+
     def __init__(self, provider: str, config: ProviderConfig) -> None:
         self.provider = provider
         self._sdk = import_sdk(provider, "anthropic", "anthropic")
@@ -70,17 +72,11 @@ class AnthropicModel:
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
-        body = self.request_body(request)
-        try:
-            return await self._send(body, request, on_text)
-        except ModelCallError as exc:
-            refused = exc.kind == "rejected" and exc.status in (400, 404, 415, 422, 501)
-            auto = self._config.structured_output == "auto"
-            if not (auto and refused and "output_config" in body):
-                raise
-        self._refuses_schema = True
-        body = self.request_body(request)
-        return replace(await self._send(body, request, on_text), sent=body)
+        return await self.send_with_fallback(
+            lambda: self.request_body(request),
+            lambda body: self._send(body, request, on_text),
+            self._config.structured_output,
+        )
 
     async def _send(
         self, body: dict[str, Any], request: ModelRequest, on_text: TextSink | None

@@ -10,7 +10,6 @@ without it: the contract is in the system prompt too, and the engine validates t
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from controlroom.domain.errors import ModelCallError
@@ -20,12 +19,15 @@ from controlroom.models.keys import api_key
 from controlroom.models.offline import approx_tokens
 from controlroom.models.port import ModelRequest, ModelResponse, TextSink
 from controlroom.models.sdk_errors import import_sdk, parsed_stream, translated
+from controlroom.models.structured import SchemaFallback
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OWN_KEYS = ("model", "messages", "stream")
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(SchemaFallback):
+    schema_key = "response_format"
+
     def __init__(self, provider: str, config: ProviderConfig) -> None:
         self.provider = provider
         self._sdk = import_sdk(provider, "openai", "openai")
@@ -74,17 +76,11 @@ class OpenAICompatibleModel:
     async def complete(
         self, request: ModelRequest, on_text: TextSink | None = None
     ) -> ModelResponse:
-        body = self.request_body(request)
-        try:
-            return await self._send(body, request, on_text)
-        except ModelCallError as exc:
-            refused = exc.kind == "rejected" and exc.status in (400, 404, 415, 422, 501)
-            auto = self._config.structured_output == "auto"
-            if not (auto and refused and "response_format" in body):
-                raise
-        self._refuses_schema = True
-        body = self.request_body(request)
-        return replace(await self._send(body, request, on_text), sent=body)
+        return await self.send_with_fallback(
+            lambda: self.request_body(request),
+            lambda body: self._send(body, request, on_text),
+            self._config.structured_output,
+        )
 
     async def _send(
         self, body: dict[str, Any], request: ModelRequest, on_text: TextSink | None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -33,8 +33,6 @@ from controlroom.projections.models import ProjectionStatus
 
 log = logging.getLogger("controlroom.projections")
 
-#: Release 0.1 stored events under module-path topics (`domain.run_events:RunStarted`).
-LEGACY_MODULES = ("domain.run_events", "domain.issue")
 #: `PRAGMA user_version` of a SQLite file's layout. A file of another layout (release 0.1 kept
 #: one tracking row for all its views) holds nothing that cannot be rebuilt: it is dropped.
 #: (PostgreSQL views have only ever had this layout, and share their schema with the log.)
@@ -43,23 +41,6 @@ TRACKING = """CREATE TABLE IF NOT EXISTS projection_tracking (
     name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"""
 BATCH = 1000
 REBUILD_BATCH = 5000
-
-
-def stored_topics(names: Iterable[str]) -> tuple[str, ...]:
-    """Every topic an event of these names may be stored under: `Name`, `Name.vN` up to the
-    current version, and the module-path topics of stores written by release 0.1."""
-    known = EVENT_TYPES.names()
-    topics: list[str] = []
-    for name in sorted(names):
-        version = EVENT_TYPES.get(name).class_version if name in known else 1
-        topics.append(name)
-        topics.extend(f"{name}.v{v}" for v in range(2, version + 1))
-        topics.extend(
-            f"{package}{module}:{name}"
-            for module in LEGACY_MODULES
-            for package in ("", "controlroom.")
-        )
-    return tuple(topics)
 
 
 class Recorded:
@@ -122,7 +103,8 @@ class Projections:
         self.lock = threading.RLock()
         self._projections = {p.name: p for p in projections}
         self._topics = {
-            p.name: stored_topics(p.topics) if p.topics is not None else () for p in projections
+            p.name: tuple(EVENT_TYPES.topics_for(p.topics)) if p.topics is not None else ()
+            for p in projections
         }
         with self.lock:
             if not self._is_prepared():

@@ -79,25 +79,17 @@ class RunsProjection(Projection):
 
 
 def _fold(view: RunView, item: Recorded) -> None:
+    """Fold one event; one that cannot be read or folded marks the run damaged, not fatal."""
+    stage = "read"
     try:
-        data = item.decode()
-    except Exception as exc:  # malformed JSON, or a shape written by a newer release
+        data = item.decode()  # malformed JSON, or a shape written by a newer release
+        stage = "folded"
+        view.apply_data(item.type_name, data)  # JSON that parses, but not as this event
+    except Exception as exc:
+        detail = f"cannot be read: {exc}" if stage == "read" else f"cannot be folded: {exc!r}"
         if view.damage is None:
             view.mark_damaged(
-                item.originator_id,
-                None,
-                f"event v{item.version} ({item.type_name}) cannot be read: {exc}",
-            )
-        view.version = max(view.version, item.version)
-        return
-    try:
-        view.apply_data(item.type_name, data)
-    except Exception as exc:  # JSON that parses but not as this event: damaged, not fatal
-        if view.damage is None:
-            view.mark_damaged(
-                item.originator_id,
-                None,
-                f"event v{item.version} ({item.type_name}) cannot be folded: {exc!r}",
+                item.originator_id, None, f"event v{item.version} ({item.type_name}) {detail}"
             )
         view.version = max(view.version, item.version)
 

@@ -44,7 +44,7 @@ SLOW_RECIPE = {
 
 def test_a_slow_tool_in_one_run_does_not_delay_another_runs_live_feed(workspace: Path) -> None:
     write_override(workspace, "slow.json", json.dumps(SLOW_RECIPE))
-    tools = ToolRegistry([*ToolRegistry.default(with_plugins=False)._tools.values(), SlowTool()])
+    tools = ToolRegistry.default(with_plugins=False).with_tools(SlowTool())
     ctx = Context.open(workspace, tools=tools)
     SlowTool.release.clear()
     try:

@@ -48,6 +48,10 @@ class ToolRegistry:
             tools.extend(load_plugins())
         return cls(tools)
 
+    def with_tools(self, *tools: Tool) -> ToolRegistry:
+        """These tools and the given ones (a given tool replaces one of the same name)."""
+        return ToolRegistry([*self._tools.values(), *tools])
+
     def names(self) -> list[str]:
         return sorted(self._tools)
 
