@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlroom.api import analytics, dashboard
+from controlroom.api import analytics, dashboard, plans_http
 from controlroom.api.bodies import RouteBody, StartRunBody, read_body
 from controlroom.api.checkpointer import Checkpointer
 from controlroom.api.errors import (
@@ -242,6 +242,7 @@ ROUTES = [
     Route("/api/analytics/reports", analytics.list_reports, methods=["GET"]),
     Route("/api/analytics/reports/{name}", analytics.get_report, methods=["GET"]),
     Route("/api/analytics/query", analytics.post_query, methods=["POST"]),
+    *plans_http.ROUTES,
     Route("/openapi.json", openapi, methods=["GET"]),
     *dashboard.API_ROUTES,
 ]

@@ -35,6 +35,7 @@ from controlroom.domain.errors import (
     RunStateError,
 )
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.plan_errors import PlanStateError
 from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
@@ -176,6 +177,13 @@ def cmd_audit(ns: argparse.Namespace) -> int:
     from controlroom.api.audit_cli import run_audit
 
     return run_audit(_open(ns), ns)
+
+
+def cmd_plan(ns: argparse.Namespace) -> int:
+    """Session plans: the Chief's plan of an intent, run task by task (api/plans_cli.py)."""
+    from controlroom.api.plans_cli import run_plan_command
+
+    return run_plan_command(_open(ns), ns)
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
@@ -980,6 +988,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_audit_parser(sub, common).set_defaults(func=cmd_audit)
 
+    from controlroom.api.plans_cli import add_parser as add_plan_parser
+
+    add_plan_parser(sub, common).set_defaults(func=cmd_plan)
+
     p = sub.add_parser("export", parents=[common], help="write run.json, steps.jsonl, cache.json")
     p.add_argument("run_id")
     p.add_argument("--dir", required=True)
@@ -1067,7 +1079,7 @@ def _main(argv: list[str] | None) -> int:
 
             check_id(ns.run_id, "RUN_ID")
         code: int = ns.func(ns)
-    except (BadInputError, RunStateError) as exc:
+    except (BadInputError, RunStateError, PlanStateError) as exc:
         print(f"controlroom: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RunConflictError as exc:

@@ -22,6 +22,12 @@ from controlroom.domain.errors import (
     RunStateError,
     UnknownRecipeError,
 )
+from controlroom.domain.plan_errors import (
+    ChiefReplyError,
+    PlanInputError,
+    PlanNotFoundError,
+    PlanStateError,
+)
 
 
 class HttpError(Exception):
@@ -60,6 +66,14 @@ def to_http(exc: ControlRoomError) -> HttpError:
         return HttpError(400, "not_routable", message, "task")
     if isinstance(exc, RecipeInvalidError):
         return HttpError(400, "invalid_recipe", message)
+    if isinstance(exc, PlanInputError):
+        return HttpError(400, "bad_input", message, exc.field)
+    if isinstance(exc, PlanNotFoundError):
+        return HttpError(404, "not_found", message)
+    if isinstance(exc, PlanStateError):
+        return HttpError(409, "conflict", message)
+    if isinstance(exc, ChiefReplyError):
+        return HttpError(502, "chief_reply_invalid", message)
     if isinstance(exc, RunNotFoundError | IssueNotFoundError):
         return HttpError(404, "not_found", message)
     if isinstance(exc, RunStateError):

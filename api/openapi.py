@@ -14,6 +14,7 @@ from pydantic import BaseModel, TypeAdapter
 from controlroom.api.analytics import AnalyticsQueryBody, ReportSummary
 from controlroom.api.bodies import RouteBody, StartRunBody
 from controlroom.api.openapi_links import make_fuzzable
+from controlroom.api.openapi_plans import plan_paths
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.run_events import RoutingDecision
 from controlroom.projections.analytics_query import AnalyticsResult
@@ -79,9 +80,10 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "bad input",
         401: "missing or wrong bearer token",
         404: "not found",
-        409: "conflicts with the run's state",
+        409: "conflicts with the run's (or plan's) state",
         413: "body too large",
         422: "the run's stored events are damaged",
+        502: "the model's replies were not valid after the retries",
         503: "the store is unavailable (disk full, read-only, locked); see Retry-After",
     }
     return {str(c): _json(_ERROR, text[c]) for c in codes}
@@ -342,6 +344,7 @@ def openapi_document() -> dict[str, Any]:
             )
         },
     }
+    paths.update(plan_paths(models))
     models.ref(StartRunBody)
     models.ref(RouteBody)
     models.ref(AnalyticsQueryBody)

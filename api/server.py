@@ -114,11 +114,14 @@ class Server:
         return await self.executor.cancel(run_id)
 
     async def _follow_forever(self) -> None:
+        from controlroom.api.plans_http import review_finished_tasks
+
         while True:
             seen = self.notifier.generation
             try:
                 # Off the loop: policies and projections write SQLite.
                 await asyncio.to_thread(self.followers.catch_up)
+                await review_finished_tasks(self)
                 await asyncio.to_thread(self.analytics.catch_up, wait=False)
             except Exception:  # keep serving; the next pass retries from the tracked positions
                 log.exception("catch-up failed")

@@ -20,6 +20,8 @@ class TaskSpec(_Value):
     description: str
     args: dict[str, Any] = Field(default_factory=dict)
     session_plan_task_id: int | None = None
+    #: The session plan this run is a task of (`session_plan_task_id` names the task).
+    plan_id: str | None = None
 
 
 class RoutingDecision(_Value):

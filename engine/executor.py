@@ -17,7 +17,7 @@ from eventsourcing.persistence import Tracking
 
 from controlroom.domain.errors import ControlRoomError
 from controlroom.domain.run import Run
-from controlroom.domain.run_events import StepCompleted
+from controlroom.domain.run_events import RunStarted, StepCompleted
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.ports import process_owner
@@ -102,8 +102,11 @@ class Executor:
         # thread, so hop onto the loop.
         if tracking is None or self._loop is None:
             return
+        # Or a policy started a run (a plan's task): it is queued for whoever executes.
         delivered = {
-            item.event.originator_id for item in committed if isinstance(item.event, StepCompleted)
+            item.event.originator_id
+            for item in committed
+            if isinstance(item.event, StepCompleted | RunStarted)
         }
         for run_id in delivered:
             self._loop.call_soon_threadsafe(self.spawn, run_id)

@@ -139,7 +139,15 @@ class FileConflictIssuePolicy:
 
 
 def bundled_policies() -> list[Policy]:
-    return [DodIssuePolicy(), AgentOutputIssuePolicy(), FileConflictIssuePolicy()]
+    from controlroom.engine.plan_policies import PlanProgressPolicy, PlanRunsPolicy
+
+    return [
+        DodIssuePolicy(),
+        AgentOutputIssuePolicy(),
+        FileConflictIssuePolicy(),
+        PlanRunsPolicy(),
+        PlanProgressPolicy(),
+    ]
 
 
 class PolicyRunner:

@@ -541,3 +541,14 @@ HANDLERS: dict[str, Callable[[str, Inputs], str]] = {
 }
 
 __all__ = ["HANDLERS", "Fact", "sentences"]
+
+
+def _register_chief() -> None:
+    # The Chief's prompt types live in their own module; registered here, where the
+    # offline provider looks every prompt type up.
+    from controlroom.models.offline_chief import HANDLERS as CHIEF
+
+    HANDLERS.update(CHIEF)
+
+
+_register_chief()

@@ -83,6 +83,29 @@ class Verdict(_Contract):
     suggestion: str
 
 
+class ProposedTask(_Contract):
+    id: int = Field(ge=1)
+    description: str = Field(min_length=1)
+    deps: list[int]
+    dod: str
+    #: Set when the task cannot be placed without the user's answer.
+    scoping_question: str | None = None
+
+
+class SessionPlanProposal(_Contract):
+    """The Chief's decomposition of an intent (`decompose_intent`): tasks, deps, DoD."""
+
+    tasks: list[ProposedTask] = Field(min_length=1)
+    summary: str
+
+
+class TaskReview(_Contract):
+    """The Chief's review of a finished task against its DoD (`review_task`)."""
+
+    decision: Literal["accept", "follow_up"]
+    notes: str
+
+
 #: Contracts a prompt registry names by id (`"contract": "continuity_report"`).
 BUNDLED: dict[str, type[BaseModel]] = {
     "continuity_report": ContinuityReport,
@@ -90,6 +113,8 @@ BUNDLED: dict[str, type[BaseModel]] = {
     "scene_validity": SceneValidity,
     "canon_gaps": CanonGaps,
     "verdict": Verdict,
+    "session_plan": SessionPlanProposal,
+    "task_review": TaskReview,
 }
 
 

@@ -70,6 +70,7 @@ class ProjectionsContract:
         assert [(s.name, s.position, s.lag) for s in views.status()] == [
             ("runs", head, 0),
             ("issues", head, 0),
+            ("plans", head, 0),
         ]
         assert [(r.run_id, r.status) for r in views.query.runs()] == [
             (first, "done"),
@@ -136,6 +137,6 @@ class ProjectionsContract:
             with Views(other, path) as views:  # the same views file, a shorter log
                 assert views.catch_up() == 0
                 assert views.query.runs() == []
-                assert [s.position for s in views.status()] == [0, 0]
+                assert [s.position for s in views.status()] == [0, 0, 0]
         finally:
             other.close()

@@ -4,6 +4,7 @@ import { api, onUnauthorized, setToken, token, Unauthorized } from "./api.js";
 import { errorBox, h, replace } from "./dom.js";
 import { showDiff } from "./diff.js";
 import { showIssue, showIssues } from "./issues.js";
+import { showPlan, showPlans } from "./plans.js";
 import { showRun } from "./run.js";
 import { showRuns } from "./runs.js";
 
@@ -18,6 +19,8 @@ const ROUTES = [
   [/^#\/diff\/([^/]+)\/([^/]+)$/, (m) => (node) => showDiff(node, decodeURIComponent(m[1]), decodeURIComponent(m[2]))],
   [/^#\/issues$/, () => showIssues],
   [/^#\/issues\/([^/]+)$/, (m) => (node) => showIssue(node, decodeURIComponent(m[1]))],
+  [/^#\/plans$/, () => showPlans],
+  [/^#\/plans\/([^/]+)$/, (m) => (node) => showPlan(node, decodeURIComponent(m[1]))],
 ];
 
 function route() {
@@ -25,7 +28,8 @@ function route() {
   current = null;
   const hash = location.hash || "#/";
   for (const link of document.querySelectorAll("[data-nav]")) {
-    link.classList.toggle("active", (link.dataset.nav === "issues") === hash.startsWith("#/issues"));
+    const section = hash.startsWith("#/issues") ? "issues" : hash.startsWith("#/plans") ? "plans" : "runs";
+    link.classList.toggle("active", link.dataset.nav === section);
   }
   const ticket = ++navigations;
   for (const [pattern, make] of ROUTES) {

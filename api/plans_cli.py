@@ -1,0 +1,264 @@
+"""`controlroom plan`: session plans from one intent, approved and run by the user.
+
+    controlroom plan create "INTENT"           the Chief's plan, as a draft to approve
+    controlroom plan show PLAN | list          the plan with each task's state
+    controlroom plan approve PLAN              nothing runs before this
+    controlroom plan start PLAN [--queue]      run it here (or leave it to workers)
+    controlroom plan pause PLAN | resume PLAN  at task boundaries; resume also continues a
+                                               running plan whose process was stopped
+    controlroom plan answer PLAN TASK "ANSWER" a scoping question (a choice's number or words)
+    controlroom plan force-start PLAN TASK     a blocked task, at your own risk
+    controlroom plan reorder PLAN 3,1,2        within dependency constraints
+    controlroom plan remove PLAN TASK [--cascade]
+    controlroom plan edit PLAN TASK "DESCRIPTION"
+
+Exit codes: 0 done (or waiting for your answer), 1 a task failed, 64 bad input or a control
+the plan's state does not allow, 75 a conflict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from controlroom.domain.errors import BadInputError
+from controlroom.domain.plan import PlanStatus, SessionPlan
+from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
+from controlroom.engine.plans import PlanService
+from controlroom.projections.plan_models import PlanDetail
+from controlroom.projections.views import Views
+
+ACTIONS = (
+    "create",
+    "show",
+    "list",
+    "approve",
+    "start",
+    "pause",
+    "resume",
+    "answer",
+    "force-start",
+    "reorder",
+    "remove",
+    "edit",
+)
+EXIT_DONE, EXIT_FAILED = 0, 1
+_MARK = {
+    "done": "✔",
+    "failed": "✘",
+    "running": "▶",
+    "pending": "·",
+    "blocked": "⏸",
+    "needs_scoping": "?",
+}
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "plan",
+        parents=[common],
+        help="session plans: the Chief plans an intent, you approve, tasks run in order",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", choices=ACTIONS)
+    p.add_argument("target", nargs="?", help="the intent (create) or a plan id")
+    p.add_argument("rest", nargs="*", help="TASK, and ANSWER / DESCRIPTION / ORDER")
+    p.add_argument("--cascade", action="store_true", help="remove: also remove its dependants")
+    p.add_argument("--queue", action="store_true", help="start/resume: leave runs to workers")
+    p.add_argument("--reason", default="", help="pause: why")
+    p.add_argument("--status", help="list: only plans with this status")
+    p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    return p
+
+
+def run_plan_command(ctx: Context, ns: argparse.Namespace) -> int:
+    service = PlanService(ctx)
+    action = ns.action
+    if action == "list":
+        return _list(ctx, ns)
+    if not ns.target:
+        raise BadInputError(
+            f"plan {action} needs {'an intent' if action == 'create' else 'a plan id'}"
+        )
+    if action == "create":
+        plan = asyncio.run(service.create(ns.target))
+        return _show(ctx, plan.id, ns, created=True)
+    plan_id = ns.target
+    if action == "show":
+        return _show(ctx, plan_id, ns)
+    if action == "approve":
+        service.approve(plan_id)
+    elif action == "start":
+        service.start(plan_id)
+        return _execute(ctx, plan_id, ns)
+    elif action == "pause":
+        service.pause(plan_id, ns.reason)
+    elif action == "resume":
+        if service.load(plan_id).status == PlanStatus.PAUSED:
+            service.resume(plan_id)
+        return _execute(ctx, plan_id, ns)
+    elif action == "answer":
+        task_id, answer = _task_and_text(ns, "ANSWER")
+        service.answer(plan_id, task_id, answer)
+    elif action == "force-start":
+        service.force_start(plan_id, _task_id(ns))
+    elif action == "reorder":
+        service.reorder(plan_id, _order(ns))
+    elif action == "remove":
+        service.remove(plan_id, _task_id(ns), cascade=ns.cascade)
+    elif action == "edit":
+        task_id, description = _task_and_text(ns, "DESCRIPTION")
+        service.edit(plan_id, task_id, description)
+    return _show(ctx, plan_id, ns)
+
+
+def _execute(ctx: Context, plan_id: str, ns: argparse.Namespace) -> int:
+    """Run the plan here until it finishes, pauses or waits on the user; with --queue,
+    leave its runs to `controlroom worker` (or a server) instead."""
+    from controlroom.engine.plan_driver import drive
+
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    followers = Followers(ctx.store, views)
+    if ns.queue:
+        followers.catch_up()  # the policies start the ready tasks' runs, queued
+        return _show(ctx, plan_id, ns)
+    printer = None if ns.quiet or ns.json else _Printer()
+    try:
+        plan = asyncio.run(drive(ctx, plan_id, followers, on_change=printer))
+    except KeyboardInterrupt:
+        print(
+            "\nstopped; the plan stays as recorded: continue with "
+            f"`controlroom plan resume {plan_id}`",
+            file=sys.stderr,
+        )
+        return 130
+    followers.catch_up()
+    code = _show(ctx, plan_id, ns)
+    if plan.status == PlanStatus.FAILED:
+        return EXIT_FAILED
+    return code
+
+
+class _Printer:
+    """One line per task whose state changed, as the plan moves."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, str] = {}
+
+    def __call__(self, plan: SessionPlan) -> None:
+        for task_id, state in plan.states().items():
+            if self.seen.get(task_id) != state.value:
+                self.seen[task_id] = state.value
+                task = plan.tasks[task_id]
+                print(
+                    f"  {_MARK.get(state.value, ' ')} task {task_id} {state.value}: "
+                    f"{task.description}",
+                    file=sys.stderr,
+                )
+
+
+def _show(ctx: Context, plan_id: str, ns: argparse.Namespace, *, created: bool = False) -> int:
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()
+    with views:
+        detail = views.plans.plan(plan_id)
+    if ns.json:
+        print(detail.model_dump_json(indent=2))
+        return EXIT_DONE
+    _print_plan(detail, created)
+    return EXIT_DONE
+
+
+def _print_plan(plan: PlanDetail, created: bool) -> None:
+    print(f"plan {plan.plan_id} ({plan.status}): {plan.intent}")
+    for task in plan.tasks:
+        deps = f" after {', '.join(map(str, task.deps))}" if task.deps else ""
+        recipe = task.recipe_id or "not routed"
+        forced = " (force-started)" if task.forced else ""
+        print(
+            f"  {_MARK.get(task.state, ' ')} {task.task_id}. {task.description}  "
+            f"[{task.state}{forced}; {recipe}{deps}]"
+        )
+        if task.dod:
+            print(f"       DoD: {task.dod}")
+        if task.scoping_question:
+            print(f"       question: {task.scoping_question}")
+            for index, choice in enumerate(task.choices, 1):
+                print(f"         {index}) {choice}")
+        if task.run_id:
+            status = f" ({task.run_status})" if task.run_status else ""
+            print(f"       run: {task.run_id}{status}")
+        if task.outcome_detail and task.state == "failed":
+            print(f"       why: {task.outcome_detail}")
+        if task.review:
+            print(f"       Chief: {task.review.decision} — {task.review.notes}")
+    _print_next(plan, created)
+
+
+def _print_next(plan: PlanDetail, created: bool) -> None:
+    questions = [t for t in plan.tasks if t.state == "needs_scoping"]
+    if plan.status == "draft":
+        print(f"next: review it, then `controlroom plan approve {plan.plan_id}`")
+    elif plan.status == "approved":
+        print(f"next: `controlroom plan start {plan.plan_id}`")
+    elif plan.status == "paused":
+        print(f"paused: continue with `controlroom plan resume {plan.plan_id}`")
+    elif plan.status in ("done", "failed"):
+        print(f"plan {plan.status}: {plan.summary or ''}".rstrip())
+        print("each task's run: `controlroom show RUN_ID`; issues: `controlroom issues`")
+    if questions and plan.status not in ("done", "failed"):
+        first = questions[0]
+        print(
+            f"waiting for your answer: `controlroom plan answer {plan.plan_id} "
+            f'{first.task_id} "..."`' + (" (a choice's number works)" if first.choices else "")
+        )
+        if plan.status == "running":
+            print(f"then `controlroom plan resume {plan.plan_id}` runs what became ready")
+    del created
+
+
+def _list(ctx: Context, ns: argparse.Namespace) -> int:
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()
+    with views:
+        rows = views.plans.plans(ns.status)
+    if ns.json:
+        print("[" + ",".join(r.model_dump_json() for r in rows) + "]")
+        return EXIT_DONE
+    if not rows:
+        print('no plans (make one with `controlroom plan create "INTENT"`)')
+    for r in rows:
+        print(
+            f"{r.plan_id}  {r.status:<8} {r.done}/{r.tasks} done"
+            f"{f', {r.needs_scoping} to scope' if r.needs_scoping else ''}  {r.intent}"
+        )
+    return EXIT_DONE
+
+
+def _task_id(ns: argparse.Namespace) -> int:
+    if not ns.rest:
+        raise BadInputError(f"plan {ns.action} needs a TASK id")
+    raw = ns.rest[0]
+    if not raw.isdigit():
+        raise BadInputError(f"TASK must be a task number, not '{raw[:40]}'")
+    return int(raw)
+
+
+def _task_and_text(ns: argparse.Namespace, what: str) -> tuple[int, str]:
+    task_id = _task_id(ns)
+    text = " ".join(ns.rest[1:]).strip()
+    if not text:
+        raise BadInputError(f"plan {ns.action} needs TASK and {what}")
+    return task_id, text
+
+
+def _order(ns: argparse.Namespace) -> list[int]:
+    raw = ",".join(ns.rest).replace(" ", "")
+    parts = [p for p in raw.split(",") if p]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise BadInputError("plan reorder needs the task ids in their new order, e.g. 3,1,2")
+    return [int(p) for p in parts]

@@ -1,0 +1,126 @@
+"""Everything that can happen to a session plan, as past-tense, frozen, closed events."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from controlroom.domain.events import DomainEvent
+
+TaskOutcome = Literal["done", "failed"]
+
+
+class PlanTask(BaseModel):
+    """One task as the Chief proposed it (or the user edited it): what to do, which recipe
+    the router chose for it (None: it needs scoping first), and what it waits on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: int = Field(ge=1)
+    description: str = Field(min_length=1)
+    recipe_id: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    deps: list[int] = Field(default_factory=list)
+    dod: str = ""
+    #: Asked when the router cannot place the task, or the request is ambiguous.
+    scoping_question: str | None = None
+    #: A clarify questionnaire's choices (seed 001: `intent=clarify` carries choices).
+    choices: list[str] = Field(default_factory=list)
+    #: Why the router placed the task where it did, or could not.
+    routing_reason: str = ""
+    #: The recipe as it was when the task was placed: the run runs what the user approved.
+    recipe: dict[str, Any] | None = None
+
+
+class PlanCreated(DomainEvent):
+    type_name: ClassVar[str] = "PlanCreated"
+    intent: str
+    created_by: str
+    session_id: str
+    tasks: list[PlanTask]
+    #: The Chief's model and how many replies it took, for the audit.
+    chief: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlanApproved(DomainEvent):
+    type_name: ClassVar[str] = "PlanApproved"
+
+
+class PlanStarted(DomainEvent):
+    type_name: ClassVar[str] = "PlanStarted"
+
+
+class PlanPaused(DomainEvent):
+    type_name: ClassVar[str] = "PlanPaused"
+    reason: str = ""
+
+
+class PlanResumed(DomainEvent):
+    type_name: ClassVar[str] = "PlanResumed"
+
+
+class TasksReordered(DomainEvent):
+    type_name: ClassVar[str] = "TasksReordered"
+    order: list[int]
+
+
+class TaskRemoved(DomainEvent):
+    type_name: ClassVar[str] = "TaskRemoved"
+    task_id: int
+    #: Tasks that depended on it and were removed with it (`--cascade`).
+    cascaded: list[int] = Field(default_factory=list)
+
+
+class TaskEdited(DomainEvent):
+    """A new description, routed again: the recipe and scoping question may change."""
+
+    type_name: ClassVar[str] = "TaskEdited"
+    task: PlanTask
+
+
+class ScopingAnswered(DomainEvent):
+    type_name: ClassVar[str] = "ScopingAnswered"
+    answer: str
+    task: PlanTask
+
+
+class TaskForceStarted(DomainEvent):
+    """The user started a task whose deps are not done, at their own risk."""
+
+    type_name: ClassVar[str] = "TaskForceStarted"
+    task_id: int
+    unfinished_deps: list[int]
+
+
+class TaskRunRequested(DomainEvent):
+    """The plan decided a task runs now, as this run (its id is fixed by plan and task, so
+    the run is started once however many processes act on this event)."""
+
+    type_name: ClassVar[str] = "TaskRunRequested"
+    task_id: int
+    run_id: str
+
+
+class TaskFinished(DomainEvent):
+    type_name: ClassVar[str] = "TaskFinished"
+    task_id: int
+    run_id: str
+    outcome: TaskOutcome
+    detail: str = ""
+
+
+class TaskReviewed(DomainEvent):
+    """The Chief's review of a finished task against its DoD."""
+
+    type_name: ClassVar[str] = "TaskReviewed"
+    task_id: int
+    decision: str
+    notes: str
+    dod_passed: bool
+
+
+class PlanFinished(DomainEvent):
+    type_name: ClassVar[str] = "PlanFinished"
+    outcome: TaskOutcome
+    summary: str = ""

@@ -1,0 +1,280 @@
+"""The Chief: the one model call before a plan, and its review after each task.
+
+`decompose` asks the `chief` role (models config, like every agent) for a plan under the
+`session_plan` output contract; a reply that is not a plan, or whose tasks break the plan's
+rules (unknown deps, cycles), is asked again with a stricter prompt naming the errors, at
+most twice, then the request fails with the reasons. Every proposed task is then placed by
+the system, never by the model: the task router picks its recipe, and the workspace decides
+whether the scenes it names exist. A task the router cannot place, or that names a scene
+nobody has, becomes `needs_scoping` with a question (and, where the system can list them,
+choices: a clarify questionnaire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from controlroom.domain.canonical import sha256_text
+from controlroom.domain.errors import ModelCallError
+from controlroom.domain.plan import check_tasks
+from controlroom.domain.plan_errors import ChiefReplyError, PlanInputError
+from controlroom.domain.plan_events import PlanTask
+from controlroom.domain.router import initial_args_from, route
+from controlroom.engine.context import Context
+from controlroom.engine.steps import CONTRACT_RETRIES, stricter
+from controlroom.models.port import ModelRequest
+from controlroom.prompts.contracts import check_reply
+from controlroom.tools.layout import detect_layout
+from controlroom.tools.outline import parse_outline
+
+CHIEF = "chief"
+#: What a clarify questionnaire offers for a scene the request names but no recipe places.
+SCENE_ACTIONS = (
+    "Write scene {n}",
+    "Validate scene {n} against the outline",
+    "Check consistency of scene {n} against canon",
+    "Prose review of scene {n}",
+    "Foreshadowing audit of scene {n}",
+)
+_SCENE_REF = re.compile(r"\b(scenes?|chapters?)\s+#?(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Scenes:
+    """What the workspace has: drafted scene numbers and the outline's scenes."""
+
+    drafted: dict[int, str]
+    outlined: dict[int, str]
+
+    def describe(self) -> str:
+        lines = ["Drafted scenes:"]
+        lines += [f"- scene {n}: {title}" for n, title in sorted(self.drafted.items())] or [
+            "- none"
+        ]
+        lines.append("Outline scenes:")
+        lines += [f"- scene {n}: {title}" for n, title in sorted(self.outlined.items())] or [
+            "- none (no outline)"
+        ]
+        return "\n".join(lines)
+
+
+@dataclass
+class Proposal:
+    intent: str
+    tasks: list[PlanTask]
+    summary: str
+    chief: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Review:
+    decision: str
+    notes: str
+
+
+def workspace_scenes(ctx: Context) -> Scenes:
+    layout = detect_layout(ctx.workspace)
+    drafted = {u.number: u.title for u in layout.units if u.number is not None}
+    outlined: dict[int, str] = {}
+    if layout.outline:
+        text = ctx.workspace.read_text(layout.outline)
+        outlined = {int(s["number"]): str(s["title"]) for s in parse_outline(text)}
+    return Scenes(drafted, outlined)
+
+
+class Chief:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    async def decompose(self, intent: str) -> Proposal:
+        if not intent.strip():
+            raise PlanInputError("the intent is empty", "intent")
+        scenes = await asyncio.to_thread(workspace_scenes, self.ctx)
+        recipes = "\n".join(
+            f'- {r.recipe_id}: {r.label} (e.g. "{r.task_patterns[0]}")'
+            for r in self.ctx.catalog.recipes()
+            if r.task_patterns
+        )
+        value, meta = await self._ask(
+            "decompose_intent",
+            intent,
+            {"workspace": scenes.describe(), "recipes": recipes},
+            lambda v: self._checked(v, scenes),
+        )
+        tasks = self._checked(value, scenes)
+        assert isinstance(tasks, list)
+        return Proposal(intent, tasks, str(value.get("summary", "")), meta)
+
+    async def review(self, description: str, dod: str, result: str) -> Review:
+        value, _ = await self._ask(
+            "review_task", description, {"dod": dod or "(none stated)", "result": result}
+        )
+        return Review(str(value["decision"]), str(value["notes"]))
+
+    # -- placing the Chief's tasks ----------------------------------------------------------
+
+    def place(self, proposed: dict[str, Any], scenes: Scenes, planned: set[int]) -> PlanTask:
+        """Route one proposed task and check the scenes it names against the workspace."""
+        description = str(proposed["description"]).strip()
+        task = PlanTask(
+            task_id=int(proposed["id"]),
+            description=description,
+            deps=[int(d) for d in proposed.get("deps", [])],
+            dod=str(proposed.get("dod", "")),
+        )
+        return self.routed(task, scenes, planned, proposed.get("scoping_question"))
+
+    def routed(
+        self, task: PlanTask, scenes: Scenes, planned: set[int], question: Any = None
+    ) -> PlanTask:
+        """The task with its recipe and args, or needs_scoping with a question (and
+        choices when the system can list them)."""
+        decision = route(task.description, self.ctx.catalog.recipes())
+        numbers = _scene_numbers(task.description)
+        if not decision.routable or decision.recipe_id is None:
+            choices = [
+                choice
+                for n in numbers[:1]
+                for choice in (a.format(n=n) for a in SCENE_ACTIONS)
+                if route(choice, self.ctx.catalog.recipes()).routable
+            ]
+            return task.model_copy(
+                update={
+                    "recipe_id": None,
+                    "recipe": None,
+                    "args": {},
+                    "routing_reason": decision.reason,
+                    "scoping_question": str(question or "")
+                    or (
+                        f"What should be done with scene {numbers[0]}?"
+                        if numbers
+                        else "What exactly should this task do, and on which scenes?"
+                    ),
+                    "choices": choices,
+                }
+            )
+        drafting = decision.recipe_id == "creative_draft_scene"
+        known = set(scenes.outlined) if drafting else set(scenes.drafted) | planned
+        unknown = [n for n in numbers if known and n not in known]
+        if unknown:
+            where = "the outline" if drafting else "the manuscript (or this plan)"
+            offered = sorted(known - set(scenes.drafted)) if drafting else sorted(known)
+            return task.model_copy(
+                update={
+                    "recipe_id": None,
+                    "recipe": None,
+                    "args": {},
+                    "routing_reason": decision.reason,
+                    "scoping_question": f"{where.capitalize()} has no scene {unknown[0]}: "
+                    "which scene did you mean?",
+                    "choices": [_renumbered(task.description, unknown[0], n) for n in offered],
+                }
+            )
+        if question:
+            return task.model_copy(
+                update={
+                    "recipe_id": None,
+                    "recipe": None,
+                    "routing_reason": decision.reason,
+                    "scoping_question": str(question),
+                }
+            )
+        return task.model_copy(
+            update={
+                "recipe_id": decision.recipe_id,
+                "recipe": self.ctx.catalog.get(decision.recipe_id).snapshot(),
+                "args": dict(decision.initial_args),
+                "routing_reason": decision.reason,
+                "scoping_question": None,
+                "choices": [],
+            }
+        )
+
+    def _checked(self, value: dict[str, Any], scenes: Scenes) -> list[PlanTask]:
+        """The proposal as plan tasks; raises PlanInputError when it breaks the plan rules."""
+        tasks: list[PlanTask] = []
+        planned: set[int] = set()
+        for proposed in value["tasks"]:
+            task = self.place(proposed, scenes, planned)
+            if task.recipe_id == "creative_draft_scene":
+                planned |= set(_scene_numbers(task.description))
+            tasks.append(task)
+        check_tasks(tasks)
+        return tasks
+
+    # -- the model call ---------------------------------------------------------------------
+
+    async def _ask(
+        self,
+        prompt_type: str,
+        task: str,
+        slots: dict[str, str],
+        also_check: Any = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        ctx = self.ctx
+        profile = ctx.agents.profile(CHIEF)
+        client = ctx.agents.client(profile.provider)
+        rendered = ctx.prompts.render(prompt_type, profile.tier, task, slots)
+        contract = rendered.contract
+        assert contract is not None, f"{prompt_type} has an output contract"
+        request = ModelRequest(
+            provider=profile.provider,
+            model=profile.model,
+            tier=profile.tier,
+            agent_archetype=CHIEF,
+            prompt_type=prompt_type,
+            prompt=rendered.user,
+            inputs=rendered.inputs,
+            task_description=task,
+            params=profile.params,
+            system=rendered.system,
+            response_schema=contract.schema,
+            contract_name=contract.name,
+        )
+        deadline = (
+            ctx.settings.agent_timeout_s or ctx.agents.provider_config(profile.provider).deadline_s
+        )
+        errors: list[str] = []
+        for attempt in range(1, CONTRACT_RETRIES + 2):
+            try:
+                async with asyncio.timeout(deadline):
+                    response = await client.complete(request)
+            except TimeoutError:
+                raise ModelCallError(
+                    "deadline", f"the Chief gave no complete answer within {deadline:g}s"
+                ) from None
+            value, errors = check_reply(response.text, contract)
+            if not errors and also_check is not None:
+                try:
+                    also_check(value)
+                except PlanInputError as exc:
+                    errors = [f"$.{exc.field}: {exc}"]
+            if not errors:
+                meta = {
+                    "provider": profile.provider,
+                    "model": profile.model,
+                    "tier": profile.tier,
+                    "attempts": attempt,
+                    "prompt_hash": "sha256:" + sha256_text(rendered.text),
+                }
+                return value, meta
+            request = replace(request, prompt=stricter(rendered.user, contract, errors))
+        raise ChiefReplyError(CONTRACT_RETRIES + 1, errors)
+
+
+def _scene_numbers(text: str) -> list[int]:
+    args = initial_args_from(text)
+    many = args.get("scene_numbers") or args.get("chapter_numbers")
+    if isinstance(many, list):
+        return [n for n in many if isinstance(n, int)]
+    one = args.get("scene_number", args.get("chapter_number"))
+    return [one] if isinstance(one, int) else []
+
+
+def _renumbered(description: str, old: int, new: int) -> str:
+    return re.sub(
+        rf"\b(scenes?|chapters?)(\s+#?){old}\b", rf"\g<1>\g<2>{new}", description, count=1
+    )

@@ -1,0 +1,88 @@
+"""Runs a plan in the foreground (`controlroom plan start|resume`): the policies start each
+ready task's run, this process executes those runs concurrently (claiming them, so a worker
+elsewhere never advances one at the same time), the Chief reviews each finished task, and
+it returns when the plan has finished, is paused, or waits on the user (a scoping answer).
+
+Nothing here decides what runs next: that is the plan (domain) and its policies. So a
+SIGKILL at any moment loses nothing: the next `plan resume`, `serve` or `worker` picks up
+the requested runs from the log, each started once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from controlroom.domain.plan import PlanStatus, SessionPlan, TaskState
+from controlroom.domain.run import Run
+from controlroom.engine.context import Context
+from controlroom.engine.executor import Executor
+from controlroom.engine.followers import Followers
+from controlroom.engine.hooks import PartialHook
+from controlroom.engine.plans import PlanService
+from controlroom.engine.ports import owner_is_gone
+
+#: How often to look again while a run of the plan is executing in another process.
+POLL_S = 0.5
+Report = Callable[[SessionPlan], None]
+
+
+async def drive(
+    ctx: Context,
+    plan_id: str,
+    followers: Followers,
+    *,
+    on_change: Report | None = None,
+    on_partial: PartialHook | None = None,
+) -> SessionPlan:
+    service = PlanService(ctx)
+    executor = Executor(ctx, max_concurrent=ctx.settings.max_concurrent_runs, on_partial=on_partial)
+    await executor.start([])
+    last: tuple[int, int] | None = None
+    try:
+        while True:
+            await asyncio.to_thread(followers.catch_up)
+            if await service.review_finished(plan_id):
+                await asyncio.to_thread(followers.catch_up)
+            plan = await asyncio.to_thread(service.load, plan_id)
+            if on_change is not None and (plan.version, len(executor.tasks)) != last:
+                on_change(plan)
+            last = (plan.version, len(executor.tasks))
+            running = service.runs_to_execute(plan)
+            if plan.is_finished or (not running and plan.status != PlanStatus.RUNNING):
+                return plan
+            if not running:
+                # Nothing runs and nothing can start: the plan waits on the user.
+                waiting = {TaskState.NEEDS_SCOPING, TaskState.BLOCKED}
+                if all(
+                    s in waiting or s in (TaskState.DONE, TaskState.FAILED)
+                    for s in plan.states().values()
+                ):
+                    return plan
+            for run_id in await asyncio.to_thread(_ours_to_run, ctx, executor, running):
+                executor.spawn(run_id)
+            busy = list(executor.tasks.values())
+            if busy:
+                await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await asyncio.sleep(POLL_S)  # executing elsewhere (a worker): look again
+    finally:
+        await executor.stop()
+
+
+def _ours_to_run(ctx: Context, executor: Executor, run_ids: list[str]) -> list[str]:
+    """The runs this process may execute: not already executing here, and not held by a
+    live claim of another process (a worker executing it)."""
+    now = ctx.clock.now()
+    mine = []
+    for run_id in run_ids:
+        if run_id in executor.tasks:
+            continue
+        run = ctx.store.load(Run, run_id)
+        if run is None or run.is_finished or run.is_waiting:
+            continue
+        held_elsewhere = run.owner and run.owner != executor.owner and run.lease_is_live(now)
+        if held_elsewhere and not owner_is_gone(run.owner):
+            continue
+        mine.append(run_id)
+    return mine

@@ -1,0 +1,87 @@
+"""The reactions that run a session plan, as tracked policies.
+
+- `PlanRunsPolicy`: a task's run was requested -> the run is started (queued: whichever
+  executor or worker is free claims it). Its id is fixed by plan and task, and the policy's
+  tracking moves with the new run in one transaction, so a crash never starts it twice or
+  forgets it.
+- `PlanProgressPolicy`: a plan task's run ended -> the task is done or failed, and the plan
+  asks for the runs that became ready (or finishes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.plan import SessionPlan
+from controlroom.domain.plan_events import TaskOutcome, TaskRunRequested
+from controlroom.domain.recipe import Recipe
+from controlroom.domain.run import Run
+from controlroom.domain.run_events import (
+    RoutingDecision,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    TaskSpec,
+)
+from controlroom.engine.policies import Unit
+
+
+class PlanRunsPolicy:
+    name = "policy.plan_runs"
+    follows = frozenset({TaskRunRequested.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        assert isinstance(event, TaskRunRequested)
+        if unit.get(Run, event.run_id) is not None:
+            return  # started already (a replayed reaction, or another process)
+        plan = unit.get(SessionPlan, event.originator_id)
+        if plan is None or event.task_id not in plan.tasks:
+            return
+        task = plan.tasks[event.task_id]
+        if task.recipe is None or task.recipe_id is None:
+            return  # placed before recipes were kept with tasks: nothing safe to run
+        recipe = Recipe.model_validate(task.recipe)
+        run = Run.start(
+            run_id=event.run_id,
+            at=event.timestamp,
+            recipe=recipe,
+            task=TaskSpec(
+                description=task.description,
+                args=dict(task.args),
+                session_plan_task_id=task.task_id,
+                plan_id=plan.id,
+            ),
+            routing=RoutingDecision(
+                routable=True,
+                recipe_id=task.recipe_id,
+                reason=task.routing_reason or "placed by the session plan",
+                initial_args=dict(task.args),
+            ),
+            session_id=plan.session_id,
+            trace_id="tr_" + hashlib.sha256(event.run_id.encode()).hexdigest()[:24],
+        )
+        unit.add(run)
+
+
+class PlanProgressPolicy:
+    name = "policy.plan_progress"
+    follows = frozenset({RunCompleted.type_name, RunFailed.type_name, RunCancelled.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        run = unit.get(Run, event.originator_id)
+        if run is None or not run.task.plan_id:
+            return
+        plan = unit.get(SessionPlan, run.task.plan_id)
+        if plan is None:
+            return
+        outcome: TaskOutcome
+        if isinstance(event, RunCompleted):
+            outcome, detail = "done", "the run finished and its Definition of Done passed"
+        elif isinstance(event, RunFailed):
+            outcome, detail = "failed", event.error
+        else:
+            assert isinstance(event, RunCancelled)
+            outcome, detail = "failed", f"the run was cancelled: {event.reason}"
+        if plan.record_run_outcome(event.timestamp, run.id, outcome, detail):
+            unit.add(plan)

@@ -1,0 +1,236 @@
+"""Commands on session plans: create (the Chief), approve, start, pause, resume, answer,
+force-start, reorder, remove, edit; and the Chief's review of finished tasks.
+
+Each command is get -> command -> save; a save that loses a race (another process moved
+the plan meanwhile, e.g. a policy recording a finished task) is tried again on the new
+state, so a user's control is never lost to a concurrent reaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from eventsourcing.persistence import IntegrityError
+
+from controlroom.domain.errors import RunConflictError
+from controlroom.domain.plan import SessionPlan, TaskState
+from controlroom.domain.plan_errors import PlanInputError, PlanNotFoundError
+from controlroom.domain.plan_events import PlanTask
+from controlroom.domain.run import Run
+from controlroom.engine.chief import Chief, Review, workspace_scenes
+from controlroom.engine.context import Context
+
+ATTEMPTS = 20
+T = TypeVar("T")
+
+
+class PlanService:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.chief = Chief(ctx)
+
+    async def create(self, intent: str) -> SessionPlan:
+        """The Chief's plan for the intent, recorded as a draft for the user to approve."""
+        proposal = await self.chief.decompose(intent)
+        plan = SessionPlan.create(
+            self.ctx.ids.new("plan"),
+            self.ctx.clock.now(),
+            intent=intent,
+            session_id=self.ctx.ids.new("sess"),
+            tasks=proposal.tasks,
+            chief={**proposal.chief, "summary": proposal.summary},
+        )
+        self.ctx.store.save(plan)
+        return plan
+
+    def load(self, plan_id: str) -> SessionPlan:
+        plan = self.ctx.store.load(SessionPlan, plan_id)
+        if plan is None:
+            raise PlanNotFoundError(plan_id)
+        return plan
+
+    def approve(self, plan_id: str) -> SessionPlan:
+        def approve(plan: SessionPlan) -> None:
+            # Every role the routed recipes need must be configured: fail before anything runs.
+            for task in plan.tasks.values():
+                if task.recipe_id is not None and task.recipe_id in self.ctx.catalog:
+                    recipe = self.ctx.catalog.get(task.recipe_id)
+                    self.ctx.agents.check(recipe.agent_archetypes())
+            plan.approve(self.ctx.clock.now())
+
+        return self._change(plan_id, approve)
+
+    def start(self, plan_id: str) -> SessionPlan:
+        return self._change(plan_id, lambda plan: plan.start(self.ctx.clock.now()))
+
+    def pause(self, plan_id: str, reason: str = "") -> SessionPlan:
+        return self._change(plan_id, lambda plan: plan.pause(self.ctx.clock.now(), reason))
+
+    def resume(self, plan_id: str) -> SessionPlan:
+        return self._change(plan_id, lambda plan: plan.resume(self.ctx.clock.now()))
+
+    def force_start(self, plan_id: str, task_id: int) -> SessionPlan:
+        return self._change(plan_id, lambda plan: plan.force_start(self.ctx.clock.now(), task_id))
+
+    def reorder(self, plan_id: str, order: list[int]) -> SessionPlan:
+        return self._change(plan_id, lambda plan: plan.reorder(self.ctx.clock.now(), order))
+
+    def remove(self, plan_id: str, task_id: int, *, cascade: bool = False) -> SessionPlan:
+        return self._change(
+            plan_id, lambda plan: plan.remove(self.ctx.clock.now(), task_id, cascade=cascade)
+        )
+
+    def edit(self, plan_id: str, task_id: int, description: str) -> SessionPlan:
+        """A new description for a task not yet started, routed again."""
+        if not description.strip():
+            raise PlanInputError("the description is empty", "description")
+
+        def edit(plan: SessionPlan) -> None:
+            current = self._task(plan, task_id)
+            task = self._placed(plan, current.model_copy(update={"description": description}))
+            plan.edit(self.ctx.clock.now(), task)
+
+        return self._change(plan_id, edit)
+
+    def answer(self, plan_id: str, task_id: int, answer: str) -> SessionPlan:
+        """Answer a task's scoping question: one of its choices (by number or text), or
+        words that make the task precise. Refused, with the router's reason, when the
+        answer still leaves the task unroutable."""
+
+        def apply(plan: SessionPlan) -> None:
+            current = self._task(plan, task_id)
+            if current.scoping_question is None:
+                raise PlanInputError(f"task {task_id} has no scoping question to answer", "task_id")
+            description = _answered(current, answer)
+            task = self._placed(
+                plan, current.model_copy(update={"description": description, "choices": []})
+            )
+            if task.recipe_id is None:
+                raise PlanInputError(
+                    f"with that answer the task is still not routable ({task.routing_reason}); "
+                    f"{task.scoping_question}",
+                    "answer",
+                )
+            plan.answer(self.ctx.clock.now(), task_id, answer, task)
+
+        return self._change(plan_id, apply)
+
+    def runs_to_execute(self, plan: SessionPlan) -> list[str]:
+        """The plan's requested runs that have not ended."""
+        return [
+            run_id
+            for task_id, run_id in plan.run_ids.items()
+            if plan.task_state(task_id) == TaskState.RUNNING
+        ]
+
+    async def review_finished(self, plan_id: str) -> int:
+        """The Chief reviews every finished task not yet reviewed; returns how many."""
+        reviewed = 0
+        for task_id in self.load(plan_id).unreviewed():
+            plan = self.load(plan_id)
+            if task_id not in plan.unreviewed():
+                continue  # another process reviewed it meanwhile
+            task = plan.tasks[task_id]
+            run = self.ctx.store.load(Run, plan.run_ids[task_id])
+            passed = plan.outcomes[task_id] == "done"
+            result = _result_text(run, passed)
+            review = await self.chief.review(task.description, task.dod, result)
+            try:
+                self._change(plan_id, _recording(self.ctx, task_id, review, passed))
+            except RunConflictError:
+                continue
+            reviewed += 1
+        return reviewed
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _placed(self, plan: SessionPlan, task: PlanTask) -> PlanTask:
+        scenes = workspace_scenes(self.ctx)
+        planned = {
+            n
+            for other in plan.tasks.values()
+            if other.recipe_id == "creative_draft_scene" and other.task_id != task.task_id
+            for n in _numbers(other.description)
+        }
+        return self.chief.routed(task, scenes, planned)
+
+    @staticmethod
+    def _task(plan: SessionPlan, task_id: int) -> PlanTask:
+        if task_id not in plan.tasks:
+            raise PlanInputError(
+                f"plan {plan.id} has no task {task_id} (tasks: {', '.join(map(str, plan.order))})",
+                "task_id",
+            )
+        return plan.tasks[task_id]
+
+    def _change(self, plan_id: str, command: Callable[[SessionPlan], object]) -> SessionPlan:
+        for _ in range(ATTEMPTS):
+            plan = self.load(plan_id)
+            command(plan)
+            if not plan.pending_count:
+                return plan
+            try:
+                self.ctx.store.save(plan)
+            except IntegrityError:
+                continue  # a policy moved the plan meanwhile: decide again on the new state
+            return plan
+        raise RunConflictError(plan_id)
+
+
+def _recording(
+    ctx: Context, task_id: int, review: Review, passed: bool
+) -> Callable[[SessionPlan], None]:
+    """The review as a plan command (a no-op when another process recorded it first)."""
+
+    def record(plan: SessionPlan) -> None:
+        if task_id in plan.unreviewed():
+            plan.review(
+                ctx.clock.now(),
+                task_id,
+                decision=review.decision,
+                notes=review.notes,
+                dod_passed=passed,
+            )
+
+    return record
+
+
+def _answered(task: PlanTask, answer: str) -> str:
+    text = answer.strip()
+    if not text:
+        raise PlanInputError("the answer is empty", "answer")
+    if task.choices:
+        if text.isdigit():
+            index = int(text)
+            if not 1 <= index <= len(task.choices):
+                raise PlanInputError(
+                    f"choose 1 to {len(task.choices)} (or answer in words)", "answer"
+                )
+            return task.choices[index - 1]
+        for choice in task.choices:
+            if choice.lower() == text.lower():
+                return choice
+    return f"{task.description}: {text}"
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\bscenes?\s+#?(\d+)", text, re.IGNORECASE)]
+
+
+def _result_text(run: Run | None, passed: bool) -> str:
+    if run is None:
+        return "No run was recorded."
+    lines = [f"Run {run.id}: {run.status.value}", f"DoD: {'passed' if passed else 'failed'}"]
+    for result in run.dod_results or []:
+        lines.append(
+            f"- check {result.index}: {'pass' if result.passed else 'FAIL'} {result.detail}"
+        )
+    failed = sum(1 for r in run.dod_results or [] if not r.passed)
+    lines.append(f"Issues opened: {failed}")
+    if run.error:
+        lines.append(f"Error: {run.error}")
+    if run.files_written:
+        lines.append("Files written: " + ", ".join(sorted(run.files_written)))
+    return "\n".join(lines)

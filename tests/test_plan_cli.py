@@ -1,0 +1,120 @@
+"""Session plans through the CLI: the whole flow as a user types it, bad input, and a SIGKILL
+of the process running the plan after any commit, then `plan resume`: every task run once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from controlroom.domain.plan_events import TaskRunRequested
+from controlroom.domain.run_events import RunStarted, StepCompleted
+from controlroom.engine.context import Context
+from tests.conftest import DEMO_LEFTOVERS, EXAMPLE
+from tests.test_cli_e2e import cli
+
+pytestmark = pytest.mark.e2e
+SEED_LIKE = (
+    "Write scene 4, then check consistency of scenes 3-4 against canon, and a foreshadowing audit"
+)
+
+
+def create(ws: str, intent: str = SEED_LIKE) -> str:
+    created = cli("plan", "create", intent, "-w", ws, "--json")
+    assert created.returncode == 0, created.stderr
+    plan_id: str = json.loads(created.stdout)["plan_id"]
+    return plan_id
+
+
+def test_a_user_plans_approves_runs_answers_and_finishes_from_the_cli(workspace: Path) -> None:
+    ws = str(workspace)
+    plan_id = create(ws)
+    shown = cli("plan", "show", plan_id, "-w", ws)
+    assert "needs_scoping" in shown.stdout and f"plan approve {plan_id}" in shown.stdout
+    refused = cli("plan", "start", plan_id, "-w", ws)
+    assert refused.returncode == 64 and "approve it first" in refused.stderr
+    assert cli("plan", "approve", plan_id, "-w", ws).returncode == 0
+    started = cli("plan", "start", plan_id, "-w", ws)
+    assert started.returncode == 0, started.stderr
+    assert "task 2 done" in started.stderr  # live progress, one line per change
+    assert "waiting for your answer" in started.stdout
+    answered = cli("plan", "answer", plan_id, "3", "scenes 1-4, the ledger page", "-w", ws)
+    assert answered.returncode == 0, answered.stderr
+    finished = cli("plan", "resume", plan_id, "-w", ws, "--json")
+    assert finished.returncode == 0, finished.stderr
+    plan = json.loads(finished.stdout)
+    assert plan["status"] == "done"
+    assert [t["state"] for t in plan["tasks"]] == ["done", "done", "done"]
+    assert list((workspace / "Story" / "Scenes").glob("SCN-04-*"))
+    listed = cli("plan", "list", "-w", ws)
+    assert plan_id in listed.stdout and "3/3 done" in listed.stdout
+
+
+def test_bad_plan_commands_are_refused_with_a_message_and_exit_64(workspace: Path) -> None:
+    ws = str(workspace)
+    plan_id = create(ws)
+    cases = [
+        (("plan", "reorder", plan_id, "2,1,3"), "cannot come before"),
+        (("plan", "remove", plan_id, "1"), "--cascade"),
+        (("plan", "answer", plan_id, "1", "x"), "no scoping question"),
+        (("plan", "answer", plan_id, "7", "x"), "no task 7"),
+        (("plan", "force-start", plan_id, "2"), "cannot force-start"),
+        (("plan", "show", "plan_missing"), "no plan 'plan_missing'"),
+        (("plan", "pause", plan_id), "cannot pause"),
+        (("plan", "edit", plan_id, "x"), "TASK must be a task number"),
+    ]
+    for args, message in cases:
+        result = cli(*args, "-w", ws)
+        assert result.returncode == 64, (args, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    removed = cli("plan", "remove", plan_id, "1", "--cascade", "-w", ws, "--json")
+    assert [t["task_id"] for t in json.loads(removed.stdout)["tasks"]] == [3]
+
+
+def _runs(workspace: Path) -> tuple[Counter[str], Counter[str], list[int]]:
+    ctx = Context.open(workspace)
+    try:
+        events = [p.event for p in ctx.store.read_log()]
+    finally:
+        ctx.close()
+    started = Counter(e.originator_id for e in events if isinstance(e, RunStarted))
+    steps = Counter(
+        f"{e.originator_id}:{e.instance_id or e.step_id}"
+        for e in events
+        if isinstance(e, StepCompleted)
+    )
+    requested = [e.task_id for e in events if isinstance(e, TaskRunRequested)]
+    return started, steps, requested
+
+
+@pytest.mark.timeout(600)
+def test_a_plan_killed_after_any_commit_resumes_with_every_task_run_once(tmp_path: Path) -> None:
+    intent = "Validate scene 3 against the outline, then check consistency of scene 3"
+    n = 0
+    while True:
+        n += 1
+        workspace = tmp_path / f"ws-{n}"
+        shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
+        ws = str(workspace)
+        plan_id = create(ws, intent)
+        assert cli("plan", "approve", plan_id, "-w", ws).returncode == 0
+        killed = cli(
+            "plan", "start", plan_id, "-w", ws, env={"CONTROLROOM_CRASH_AFTER_COMMIT": str(n)}
+        )
+        if killed.returncode != -9:
+            assert killed.returncode in (0, 1), killed.stderr
+            break  # past the last commit
+        resumed = cli("plan", "resume", plan_id, "-w", ws, "--json")
+        assert resumed.returncode in (0, 1), (n, resumed.stderr)
+        plan = json.loads(resumed.stdout)
+        assert plan["status"] in ("done", "failed"), (n, plan)
+        started, steps, requested = _runs(workspace)
+        assert sorted(requested) == [1, 2], (n, requested)  # each task asked for once
+        assert len(started) == 2 and set(started.values()) == {1}, (n, started)
+        assert [k for k, c in steps.items() if c > 1] == [], n
+        shutil.rmtree(workspace)
+    assert n > 5, "the plan was never killed"
