@@ -11,6 +11,7 @@
     controlroom plan reorder PLAN 3,1,2        within dependency constraints
     controlroom plan remove PLAN TASK [--cascade]
     controlroom plan edit PLAN TASK "DESCRIPTION"
+    controlroom plan export PLAN --dir DIR     appendix G: sessions/SESSION/plan.json
 
 Exit codes: 0 done (or waiting for your answer), 1 a task failed, 64 bad input or a control
 the plan's state does not allow, 75 a conflict.
@@ -44,6 +45,7 @@ ACTIONS = (
     "reorder",
     "remove",
     "edit",
+    "export",
 )
 EXIT_DONE, EXIT_FAILED = 0, 1
 _MARK = {
@@ -71,6 +73,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--queue", action="store_true", help="start/resume: leave runs to workers")
     p.add_argument("--reason", default="", help="pause: why")
     p.add_argument("--status", help="list: only plans with this status")
+    p.add_argument("--dir", help="export: the folder to write sessions/SESSION/plan.json in")
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
     return p
 
@@ -90,6 +93,8 @@ def run_plan_command(ctx: Context, ns: argparse.Namespace) -> int:
     plan_id = ns.target
     if action == "show":
         return _show(ctx, plan_id, ns)
+    if action == "export":
+        return _export(ctx, plan_id, ns)
     if action == "approve":
         service.approve(plan_id)
     elif action == "start":
@@ -219,6 +224,45 @@ def _print_next(plan: PlanDetail, created: bool) -> None:
         if plan.status == "running":
             print(f"then `controlroom plan resume {plan.plan_id}` runs what became ready")
     del created
+
+
+def _export(ctx: Context, plan_id: str, ns: argparse.Namespace) -> int:
+    """Appendix G's file layout, as a projection of the plan's events."""
+    import json
+    from pathlib import Path
+
+    if not ns.dir:
+        raise BadInputError("plan export needs --dir DIR")
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()
+    with views:
+        plan = views.plans.plan(plan_id)
+    document = {
+        "session_id": plan.session_id,
+        "plan_id": plan.plan_id,
+        "created_by": plan.created_by,
+        "status": plan.status,
+        "created_at": plan.created_at,
+        "intent": plan.intent,
+        "tasks": [
+            {
+                "id": t.task_id,
+                "description": t.description,
+                "recipe_id": t.recipe_id,
+                "deps": t.deps,
+                "dod": t.dod,
+                "status": t.state,
+                "run_id": t.run_id,
+                **({"scoping_question": t.scoping_question} if t.scoping_question else {}),
+            }
+            for t in plan.tasks
+        ],
+    }
+    target = Path(ns.dir) / "sessions" / plan.session_id / "plan.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {target}")
+    return EXIT_DONE
 
 
 def _list(ctx: Context, ns: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 3
+LAYOUT: Final = 4
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -179,8 +179,93 @@ VIEWS: Final = (
         arg_max(timestamp, position) FILTER (WHERE event_type = 'IssueClosed') AS closed_at,
         arg_max(resolution, position) FILTER (WHERE event_type = 'IssueClosed') AS resolution
     FROM issue_events GROUP BY issue_id""",
+    # Session plans, from their events as stored (`events`): every plan with its status and
+    # task counts, and every task with its latest description, recipe, run and outcome.
+    """CREATE OR REPLACE VIEW plan_tasks AS
+    WITH ev AS (SELECT position, aggregate_id AS plan_id, event_type, timestamp, payload
+                FROM events WHERE aggregate_type = 'plan'),
+    placed AS (
+        SELECT plan_id, CAST(t->>'$.task_id' AS INTEGER) AS task_id,
+            t->>'$.description' AS description, t->>'$.recipe_id' AS recipe_id,
+            t->>'$.dod' AS dod, position
+        FROM ev, unnest(CAST(payload->'$.tasks' AS JSON[])) AS u(t)
+        WHERE event_type = 'PlanCreated'
+        UNION ALL
+        SELECT plan_id, CAST(payload->>'$.task.task_id' AS INTEGER),
+            payload->>'$.task.description', payload->>'$.task.recipe_id',
+            payload->>'$.task.dod', position
+        FROM ev WHERE event_type IN ('TaskEdited', 'ScopingAnswered')),
+    latest AS (
+        SELECT plan_id, task_id, arg_max(description, position) AS description,
+            arg_max(recipe_id, position) AS recipe_id, arg_max(dod, position) AS dod
+        FROM placed GROUP BY plan_id, task_id),
+    removed AS (
+        SELECT plan_id, CAST(payload->>'$.task_id' AS INTEGER) AS task_id FROM ev
+        WHERE event_type = 'TaskRemoved'
+        UNION ALL
+        SELECT plan_id, c FROM ev, unnest(CAST(payload->'$.cascaded' AS INTEGER[])) AS u(c)
+        WHERE event_type = 'TaskRemoved'),
+    requested AS (
+        SELECT plan_id, CAST(payload->>'$.task_id' AS INTEGER) AS task_id,
+            arg_max(payload->>'$.run_id', position) AS run_id, min(timestamp) AS requested_at
+        FROM ev WHERE event_type = 'TaskRunRequested' GROUP BY ALL),
+    finished AS (
+        SELECT plan_id, CAST(payload->>'$.task_id' AS INTEGER) AS task_id,
+            arg_max(payload->>'$.outcome', position) AS outcome,
+            arg_max(timestamp, position) AS finished_at
+        FROM ev WHERE event_type = 'TaskFinished' GROUP BY ALL),
+    reviewed AS (
+        SELECT plan_id, CAST(payload->>'$.task_id' AS INTEGER) AS task_id,
+            arg_max(payload->>'$.decision', position) AS review
+        FROM ev WHERE event_type = 'TaskReviewed' GROUP BY ALL),
+    forced AS (
+        SELECT DISTINCT plan_id, CAST(payload->>'$.task_id' AS INTEGER) AS task_id FROM ev
+        WHERE event_type = 'TaskForceStarted')
+    SELECT l.plan_id, l.task_id, l.description, l.recipe_id, l.dod, q.run_id,
+        CASE WHEN f.outcome IS NOT NULL THEN f.outcome
+            WHEN q.run_id IS NOT NULL THEN 'running'
+            WHEN l.recipe_id IS NULL THEN 'needs_scoping'
+            ELSE 'not_started' END AS state,
+        q.requested_at, f.finished_at,
+        epoch(f.finished_at) - epoch(q.requested_at) AS duration_s,
+        r.review, fo.task_id IS NOT NULL AS forced
+    FROM latest l
+        LEFT JOIN requested q USING (plan_id, task_id)
+        LEFT JOIN finished f USING (plan_id, task_id)
+        LEFT JOIN reviewed r USING (plan_id, task_id)
+        LEFT JOIN forced fo USING (plan_id, task_id)
+    WHERE (l.plan_id, l.task_id) NOT IN (SELECT plan_id, task_id FROM removed)""",
+    """CREATE OR REPLACE VIEW plans AS
+    WITH ev AS (SELECT position, aggregate_id AS plan_id, event_type, timestamp, payload
+                FROM events WHERE aggregate_type = 'plan'),
+    folded AS (
+        SELECT plan_id,
+            any_value(payload->>'$.intent') FILTER (WHERE event_type = 'PlanCreated') AS intent,
+            min(timestamp) FILTER (WHERE event_type = 'PlanCreated') AS created_at,
+            arg_max(CASE event_type WHEN 'PlanCreated' THEN 'draft'
+                    WHEN 'PlanApproved' THEN 'approved' WHEN 'PlanStarted' THEN 'running'
+                    WHEN 'PlanPaused' THEN 'paused' WHEN 'PlanResumed' THEN 'running'
+                    WHEN 'PlanFinished' THEN payload->>'$.outcome'
+                    ELSE 'running' END, position)
+                FILTER (WHERE event_type IN ('PlanCreated', 'PlanApproved', 'PlanStarted',
+                    'PlanPaused', 'PlanResumed', 'PlanFinished')
+                    OR (event_type = 'TaskFinished' AND payload->>'$.outcome' = 'done'))
+                AS status,
+            arg_max(timestamp, position) FILTER (WHERE event_type = 'PlanFinished')
+                AS finished_at,
+            count(*) FILTER (WHERE event_type = 'TaskForceStarted') AS force_starts
+        FROM ev GROUP BY plan_id),
+    counts AS (
+        SELECT plan_id, count(*) AS tasks, count(*) FILTER (WHERE state = 'done') AS done,
+            count(*) FILTER (WHERE state = 'failed') AS failed
+        FROM plan_tasks GROUP BY plan_id)
+    SELECT f.plan_id, f.intent, f.status, f.created_at, f.finished_at,
+        epoch(f.finished_at) - epoch(f.created_at) AS duration_s,
+        coalesce(c.tasks, 0) AS tasks, coalesce(c.done, 0) AS done,
+        coalesce(c.failed, 0) AS failed, f.force_starts
+    FROM folded f LEFT JOIN counts c USING (plan_id)""",
 )
-VIEW_NAMES: Final = ("runs", "steps", "issues")
+VIEW_NAMES: Final = ("runs", "steps", "issues", "plans", "plan_tasks")
 
 # -- loading one batch ---------------------------------------------------------------------
 # Every table is loaded from the staged batch; each but `events` from the rows of its event

@@ -51,6 +51,13 @@ def test_a_user_plans_approves_runs_answers_and_finishes_from_the_cli(workspace:
     assert list((workspace / "Story" / "Scenes").glob("SCN-04-*"))
     listed = cli("plan", "list", "-w", ws)
     assert plan_id in listed.stdout and "3/3 done" in listed.stdout
+    exported = cli("plan", "export", plan_id, "--dir", str(workspace / "out"), "-w", ws)
+    assert exported.returncode == 0, exported.stderr
+    (document,) = (workspace / "out" / "sessions").glob("*/plan.json")
+    appendix_g = json.loads(document.read_text())
+    assert appendix_g["created_by"] == "chief" and appendix_g["status"] == "done"
+    assert [t["status"] for t in appendix_g["tasks"]] == ["done", "done", "done"]
+    assert appendix_g["tasks"][1]["deps"] == [1] and appendix_g["tasks"][0]["run_id"]
 
 
 def test_bad_plan_commands_are_refused_with_a_message_and_exit_64(workspace: Path) -> None:

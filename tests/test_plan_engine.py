@@ -202,3 +202,19 @@ def test_the_plan_view_matches_the_plan_and_a_rebuild_matches_the_live_view(ctx:
     live = views.dump()
     views.rebuild()
     assert views.dump() == live
+
+
+def test_analytics_plans_and_tasks_agree_with_the_plan(ctx: Context) -> None:
+    from controlroom.projections.analytics import AnalyticsProjection
+
+    service = PlanService(ctx)
+    plan = create(ctx)
+    service.approve(plan.id)
+    service.start(plan.id)
+    plan = asyncio.run(drive(ctx, plan.id, Followers(ctx.store)))
+    with AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root) as analytics:
+        analytics.catch_up()
+        tasks = analytics.query("SELECT task_id, state FROM plan_tasks ORDER BY task_id").rows
+        plans = analytics.query("SELECT plan_id, status, tasks, done FROM plans").rows
+    assert tasks == [[t, s.value] for t, s in plan.states().items()]
+    assert plans == [[plan.id, "running", 3, 2]]

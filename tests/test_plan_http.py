@@ -41,9 +41,12 @@ def test_a_plan_is_created_approved_and_run_by_the_server_with_a_live_feed(
             client, f"/api/plans/{plan_id}/events", headers={"Last-Event-ID": str(middle)}
         )
         assert [int(m["id"]) for m in resumed if "id" in m] == [i for i in ids if i > middle]
-        assert read_sse(
-            client, f"/api/plans/{plan_id}/events", headers={"Last-Event-ID": str(ids[-1])}
-        ) == []
+        assert (
+            read_sse(
+                client, f"/api/plans/{plan_id}/events", headers={"Last-Event-ID": str(ids[-1])}
+            )
+            == []
+        )
 
         final = client.get(f"/api/plans/{plan_id}").json()
         assert final["status"] == "done"
