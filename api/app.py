@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlroom.api import analytics, dashboard, plans_http
+from controlroom.api import analytics, dashboard, issues_http, plans_http
 from controlroom.api.bodies import RouteBody, StartRunBody, read_body
 from controlroom.api.checkpointer import Checkpointer
 from controlroom.api.errors import (
@@ -187,10 +187,6 @@ def list_issues(request: Request) -> JSONResponse:
     return _json(_queries(request).issues(request.query_params.get("run_id")))
 
 
-def get_issue(request: Request) -> JSONResponse:
-    return _json(_queries(request).issue(request.path_params["issue_id"]))
-
-
 async def list_recipes(request: Request) -> JSONResponse:
     catalog = _server(request).ctx.catalog
     return JSONResponse(
@@ -235,7 +231,7 @@ ROUTES = [
     Route("/api/runs/{run_id}/events", run_events, methods=["GET"]),
     Route("/api/events", all_events, methods=["GET"]),
     Route("/api/issues", list_issues, methods=["GET"]),
-    Route("/api/issues/{issue_id}", get_issue, methods=["GET"]),
+    *issues_http.ROUTES,
     Route("/api/recipes", list_recipes, methods=["GET"]),
     Route("/api/recipes/{recipe_id}", get_recipe, methods=["GET"]),
     Route("/api/route", route_task, methods=["POST"]),

@@ -842,17 +842,10 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
 
 
 def cmd_issues(ns: argparse.Namespace) -> int:
-    ctx = _open(ns)
-    with _views(ctx) as views:
-        rows = views.query.issues(run_id=ns.run)
-    if ns.json:
-        _emit_json([r.model_dump(mode="json") for r in rows])
-        return EXIT_DONE
-    if not rows:
-        print("no issues")
-    for r in rows:
-        print(f"{r.issue_id}  {r.status:<6}  run {r.run_id}  {r.title}")
-    return EXIT_DONE
+    """Issues and their lifecycle (api/issues_cli.py)."""
+    from controlroom.api.issues_cli import run_issues_command
+
+    return run_issues_command(_open(ns), ns)
 
 
 def cmd_workspace(ns: argparse.Namespace) -> int:
@@ -1041,9 +1034,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rows", type=int, default=10_000, help="rows shown (default 10000)")
     p.set_defaults(func=cmd_analytics)
 
-    p = sub.add_parser("issues", parents=[common], help="issues opened by runs")
-    p.add_argument("--run", help="only this run's issues")
-    p.set_defaults(func=cmd_issues)
+    from controlroom.api.issues_cli import add_parser as add_issues_parser
+
+    add_issues_parser(sub, common).set_defaults(func=cmd_issues)
     return parser
 
 

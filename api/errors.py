@@ -22,6 +22,7 @@ from controlroom.domain.errors import (
     RunStateError,
     UnknownRecipeError,
 )
+from controlroom.domain.issue import IssueStateError
 from controlroom.domain.plan_errors import (
     ChiefReplyError,
     PlanInputError,
@@ -66,6 +67,8 @@ def to_http(exc: ControlRoomError) -> HttpError:
         return HttpError(400, "not_routable", message, "task")
     if isinstance(exc, RecipeInvalidError):
         return HttpError(400, "invalid_recipe", message)
+    if isinstance(exc, IssueStateError):
+        return HttpError(409, "conflict", message)
     if isinstance(exc, PlanInputError):
         return HttpError(400, "bad_input", message, exc.field)
     if isinstance(exc, PlanNotFoundError):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from controlroom.api.analytics import AnalyticsQueryBody, ReportSummary
 from controlroom.api.bodies import RouteBody, StartRunBody
+from controlroom.api.openapi_issues import issue_paths
 from controlroom.api.openapi_links import make_fuzzable
 from controlroom.api.openapi_plans import plan_paths
 from controlroom.domain.recipe import Recipe
@@ -80,7 +81,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "bad input",
         401: "missing or wrong bearer token",
         404: "not found",
-        409: "conflicts with the run's (or plan's) state",
+        409: "conflicts with the state of the run, plan or issue",
         413: "body too large",
         422: "the run's stored events are damaged",
         502: "the model's replies were not valid after the retries",
@@ -345,6 +346,7 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     paths.update(plan_paths(models))
+    paths.update(issue_paths(models))
     models.ref(StartRunBody)
     models.ref(RouteBody)
     models.ref(AnalyticsQueryBody)

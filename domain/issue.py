@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from controlroom.domain.aggregate import Aggregate
-from controlroom.domain.canonical import sha256_text
+from controlroom.domain.canonical import canonical_json, sha256_text
+from controlroom.domain.errors import BadInputError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.run_events import DodResult, FileWriteIntended, StepFailed, StopHook
 
@@ -27,11 +28,59 @@ class IssueOpened(DomainEvent):
 class IssueClosed(DomainEvent):
     type_name: ClassVar[str] = "IssueClosed"
     resolution: str
+    #: Who closed it: "user" from the CLI and HTTP, a policy's name otherwise.
+    by: str = "user"
 
 
-def dod_issue_id(run_id: str, check_index: int) -> str:
-    """Deterministic, so opening the issues of a run twice opens each only once."""
+class IssueReopened(DomainEvent):
+    type_name: ClassVar[str] = "IssueReopened"
+    reason: str
+    by: str = "user"
+    #: The run that found it again, when a run did.
+    run_id: str | None = None
+
+
+class IssueCommented(DomainEvent):
+    type_name: ClassVar[str] = "IssueCommented"
+    text: str
+    author: str = "user"
+
+
+class IssueRecurred(DomainEvent):
+    """The same finding, found again by another run while the issue is open: linked to
+    it, never a second issue."""
+
+    type_name: ClassVar[str] = "IssueRecurred"
+    run_id: str
+    session_id: str | None = None
+
+
+#: Longest comment or reason a person may record (the API's text limit applies too).
+MAX_NOTE = 20_000
+
+
+class IssueStateError(BadInputError):
+    """A lifecycle step the issue's state does not allow (exit 64, HTTP 409)."""
+
+    def __init__(self, issue_id: str, status: str, wanted: str) -> None:
+        self.issue_id, self.status = issue_id, status
+        super().__init__(f"issue {issue_id} is {status}: cannot {wanted}")
+
+
+def legacy_dod_issue_id(run_id: str, check_index: int) -> str:
+    """The id releases up to 0.2 gave a run's DoD issue: a policy reacting to their history
+    finds those issues under it and never opens them again."""
     return "iss_" + sha256_text(f"{run_id}:dod:{check_index}")[:24]
+
+
+def dod_issue_id(recipe_id: str, result: DodResult) -> str:
+    """The finding's own id: the recipe, the check and what it found. Deterministic, so a
+    run's issues are opened once however often the policy reacts, and a later run that
+    finds exactly the same thing links to the open issue instead of opening another."""
+    finding = canonical_json(
+        {"check": result.check, "detail": result.detail, "evidence": result.evidence}
+    )
+    return "iss_" + sha256_text(f"dod:{recipe_id}:{finding}")[:24]
 
 
 class Issue(Aggregate):
@@ -40,6 +89,8 @@ class Issue(Aggregate):
         self.status = "open"
         self.title = ""
         self.run_id: str | None = None
+        #: Every run that found it: the one that opened it, then each recurrence.
+        self.runs: list[str] = []
 
     @classmethod
     def open(cls, issue_id: str, at: datetime, **fields: Any) -> Issue:
@@ -47,16 +98,53 @@ class Issue(Aggregate):
         issue._trigger(IssueOpened, at, **fields)
         return issue
 
-    def close(self, at: datetime, resolution: str) -> None:
-        if self.status == "open":
-            self._trigger(IssueClosed, at, resolution=resolution)
+    def close(self, at: datetime, resolution: str, by: str = "user") -> None:
+        if self.status != "open":
+            raise IssueStateError(self.id, self.status, "close it: it is closed already")
+        self._trigger(IssueClosed, at, resolution=_note(resolution, "resolution"), by=by)
+
+    def reopen(
+        self, at: datetime, reason: str, by: str = "user", run_id: str | None = None
+    ) -> None:
+        if self.status != "closed":
+            raise IssueStateError(self.id, self.status, "reopen it: it is open")
+        self._trigger(IssueReopened, at, reason=_note(reason, "reason"), by=by, run_id=run_id)
+
+    def comment(self, at: datetime, text: str, author: str = "user") -> None:
+        self._trigger(IssueCommented, at, text=_note(text, "text"), author=author)
+
+    def found_again(self, at: datetime, run_id: str, session_id: str | None) -> None:
+        """Another run found the same thing: linked when open, reopened when closed;
+        nothing when this run is linked already (the policy reacting again)."""
+        if run_id in self.runs:
+            return
+        if self.status == "closed":
+            self.reopen(at, f"found again by run {run_id}", by="policy", run_id=run_id)
+        else:
+            self._trigger(IssueRecurred, at, run_id=run_id, session_id=session_id)
 
     def apply(self, event: DomainEvent) -> None:
         if isinstance(event, IssueOpened):
             self.title = event.title
             self.run_id = event.run_id
+            self.runs = [event.run_id] if event.run_id else []
         elif isinstance(event, IssueClosed):
             self.status = "closed"
+        elif isinstance(event, IssueReopened):
+            self.status = "open"
+            if event.run_id and event.run_id not in self.runs:
+                self.runs.append(event.run_id)
+        elif isinstance(event, IssueRecurred):
+            self.runs.append(event.run_id)
+
+
+def _note(text: str, field: str) -> str:
+    cleaned = text.strip()
+    if not cleaned:
+        raise BadInputError(f"the {field} is empty")
+    if len(cleaned) > MAX_NOTE or "\x00" in cleaned:
+        raise BadInputError(f"the {field} must be under {MAX_NOTE} characters, without NUL")
+    return cleaned
 
 
 def open_dod_issues(
@@ -65,17 +153,24 @@ def open_dod_issues(
     session_id: str,
     at: datetime,
     results: list[DodResult],
-    already_open: Callable[[str], bool],
+    existing: Callable[[str], Issue | None],
 ) -> list[Issue]:
-    """The decision of the DoD-issue policy: one issue per failed check, unless it is open
-    already. `at` is the time of the DodChecked event, so whichever process reacts records
-    exactly the same issue."""
-    opened = []
+    """The decision of the DoD-issue policy: one issue per failed check's finding. A
+    finding with an issue already is linked to it (reopened if it was closed), never
+    opened twice. `at` is the time of the DodChecked event, so whichever process reacts
+    records exactly the same events. Returns the issues with new events."""
+    changed = []
     for result in results:
-        issue_id = dod_issue_id(run_id, result.index)
-        if result.passed or already_open(issue_id):
+        if result.passed:
             continue
-        opened.append(
+        issue_id = dod_issue_id(recipe_id, result)
+        issue = existing(legacy_dod_issue_id(run_id, result.index)) or existing(issue_id)
+        if issue is not None:
+            issue.found_again(at, run_id, session_id)
+            if issue.pending_count:
+                changed.append(issue)
+            continue
+        changed.append(
             Issue.open(
                 issue_id,
                 at,
@@ -89,7 +184,7 @@ def open_dod_issues(
                 evidence=result.evidence,
             )
         )
-    return opened
+    return changed
 
 
 def stop_hook_issue_id(run_id: str, instance_id: str) -> str:

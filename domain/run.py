@@ -17,6 +17,7 @@ from controlroom.domain.outcomes import (
     AgentOutcome,
     AttemptFailure,
     AttemptReport,
+    EventSpec,
     RecordedRequest,
     ReplyRejection,
     StepOutcome,
@@ -24,6 +25,7 @@ from controlroom.domain.outcomes import (
     ToolOutcome,
     Waiting,
 )
+from controlroom.domain.packet_steps import ForEachItemCompleted
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.refs import task_context
 from controlroom.domain.run_events import (
@@ -130,6 +132,8 @@ class Run(Aggregate):
         self.file_intents: dict[str, FileWriteIntended] = {}
         #: Workspace paths this run wrote, with the step that wrote each.
         self.files_written: dict[str, FileWritten] = {}
+        #: A `for_each` step's finished items, by step instance then item index.
+        self.items_done: dict[str, dict[int, ForEachItemCompleted]] = {}
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -299,6 +303,15 @@ class Run(Aggregate):
             retry_in_s=failure.retry_in_s,
             request_ref=failure.request.ref if failure.request else None,
         )
+
+    def record_within_step(self, at: datetime, events: list[EventSpec]) -> None:
+        """Events a step records before it completes (a loop's finished item, with its
+        request, packet and receipt): committed at once, so a resumed step knows them."""
+        self._expect_current()
+        for event_class, fields in events:
+            if event_class is ModelRequestRecorded and fields["ref"] in self.request_refs:
+                continue
+            self._trigger(event_class, at, **fields)
 
     def intend_file_write(
         self,
@@ -492,6 +505,9 @@ class Run(Aggregate):
 
     # -- evolution --------------------------------------------------------------------------
 
+    def _on_item_completed(self, e: ForEachItemCompleted) -> None:
+        self.items_done.setdefault(e.instance_id, {})[e.index] = e
+
     def apply(self, event: DomainEvent) -> None:
         handler = _APPLIERS.get(type(event))
         if handler is not None:
@@ -586,6 +602,7 @@ class Run(Aggregate):
 
 _APPLIERS: dict[type[DomainEvent], Any] = {
     RunStarted: Run._on_started,
+    ForEachItemCompleted: Run._on_item_completed,
     RunClaimed: Run._on_claimed,
     RunReleased: Run._on_released,
     StepStarted: Run._on_step_started,

@@ -105,3 +105,13 @@ def _register_write_file() -> None:
 
 
 _register_write_file()
+
+
+def _register_packet_kinds() -> None:
+    from controlroom.engine.packet_agent import perform_for_each, perform_packet_agent
+
+    PERFORMERS.register("packet_agent", perform_packet_agent)
+    PERFORMERS.register("for_each", perform_for_each)
+
+
+_register_packet_kinds()

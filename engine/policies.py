@@ -86,7 +86,7 @@ class DodIssuePolicy:
             run.session_id,
             event.timestamp,
             list(event.results),
-            lambda issue_id: unit.get(Issue, issue_id) is not None,
+            lambda issue_id: unit.get(Issue, issue_id),
         ):
             unit.add(issue)
 

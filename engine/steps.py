@@ -194,6 +194,10 @@ async def run_agent(
     profile: AgentProfile,
     on_attempt_failed: AttemptObserver | None = None,
     on_text: PartialObserver | None = None,
+    *,
+    extra_inputs: Mapping[str, str] | None = None,
+    contract_override: Contract | None = None,
+    also_check: Callable[[Any], list[str]] | None = None,
 ) -> AgentOutcome:
     """Guarantee 5: the prompt is the template plus the step's input slots, nothing else.
 
@@ -205,7 +209,21 @@ async def run_agent(
     """
     policy = ctx.agents.provider_config(profile.provider)
     shown = {slot: run.slot_texts[slot] for slot in step.input_slots}
+    # Kinds built on this one add inputs of their own (a task packet, a loop's item) and may
+    # hold the reply to another contract (a receipt) with checks the schema cannot state.
+    shown.update(extra_inputs or {})
     rendered = ctx.prompts.render(step.prompt_type, profile.tier, run.task.description, shown)
+    if contract_override is not None:
+        system = (
+            rendered.system.replace(rendered.contract.rendered(), "").strip()
+            if rendered.contract is not None
+            else rendered.system
+        )
+        rendered = replace(
+            rendered,
+            system=f"{system}\n\n{contract_override.rendered()}".strip(),
+            contract=contract_override,
+        )
     contract = rendered.contract
     request = ModelRequest(
         provider=profile.provider,
@@ -233,6 +251,8 @@ async def run_agent(
         if contract is None:
             break
         value, errors = check_reply(response.text, contract)
+        if not errors and also_check is not None:
+            errors = also_check(value)
         if not errors:
             output = json.dumps(value, indent=2, ensure_ascii=False)
             raw = response.text if response.text.strip() != output else None

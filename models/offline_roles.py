@@ -552,3 +552,13 @@ def _register_chief() -> None:
 
 
 _register_chief()
+
+
+def _register_packet_roles() -> None:
+    # The playbook's packet-answering roles live in their own module too.
+    from controlroom.models.offline_packets import HANDLERS as PACKETS
+
+    HANDLERS.update(PACKETS)
+
+
+_register_packet_roles()

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 4
+LAYOUT: Final = 5
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -101,8 +101,9 @@ VIEWS: Final = (
         FROM run_events GROUP BY run_id),
     dod AS (SELECT run_id, arg_max(passed, position) AS dod_passed
             FROM dod_results GROUP BY run_id),
-    opened AS (SELECT run_id, count(*) AS issue_count FROM issue_events
-               WHERE event_type = 'IssueOpened' AND run_id IS NOT NULL GROUP BY run_id),
+    opened AS (SELECT run_id, count(DISTINCT issue_id) AS issue_count FROM issue_events
+               WHERE event_type IN ('IssueOpened', 'IssueRecurred', 'IssueReopened')
+                   AND run_id IS NOT NULL GROUP BY run_id),
     calls AS (SELECT run_id, count(*) AS agent_calls, sum(cost_usd) AS cost_usd
               FROM agent_calls GROUP BY run_id)
     SELECT f.run_id, f.recipe_id, f.task, f.session_id,
@@ -173,11 +174,13 @@ VIEWS: Final = (
         any_value(run_id) FILTER (WHERE event_type = 'IssueOpened') AS run_id,
         any_value(recipe_id) FILTER (WHERE event_type = 'IssueOpened') AS recipe_id,
         any_value(check_type) FILTER (WHERE event_type = 'IssueOpened') AS check_type,
-        CASE WHEN count(*) FILTER (WHERE event_type = 'IssueClosed') > 0
-            THEN 'closed' ELSE 'open' END AS status,
+        CASE arg_max(event_type, position)
+                FILTER (WHERE event_type IN ('IssueClosed', 'IssueReopened'))
+            WHEN 'IssueClosed' THEN 'closed' ELSE 'open' END AS status,
         min(timestamp) FILTER (WHERE event_type = 'IssueOpened') AS opened_at,
         arg_max(timestamp, position) FILTER (WHERE event_type = 'IssueClosed') AS closed_at,
-        arg_max(resolution, position) FILTER (WHERE event_type = 'IssueClosed') AS resolution
+        arg_max(resolution, position) FILTER (WHERE event_type = 'IssueClosed') AS resolution,
+        count(DISTINCT run_id) AS runs
     FROM issue_events GROUP BY issue_id""",
     # Session plans, from their events as stored (`events`): every plan with its status and
     # task counts, and every task with its latest description, recipe, run and outcome.
@@ -305,7 +308,7 @@ _DOD = _shape(
 )  # fmt: skip
 _ISSUE = _shape(
     kind=_V, title=_V, detail=_V, run_id=_V, session_id=_V, recipe_id=_V,
-    check={"check": _V}, resolution=_V,
+    check={"check": _V}, resolution=_V, reason=_V,
 )  # fmt: skip
 
 
@@ -379,8 +382,8 @@ LOADS: Final = (
           {_rows(_DOD, "DodChecked")})""",
     f"""INSERT INTO issue_events
     SELECT position, aggregate_id, event_type, timestamp, j.kind, j.title, j.detail, j.run_id,
-        j.session_id, j.recipe_id, j."check"."check", j.resolution
-    {_rows(_ISSUE, "IssueOpened", "IssueClosed")}""",
+        j.session_id, j.recipe_id, j."check"."check", coalesce(j.resolution, j.reason)
+    {_rows(_ISSUE, "IssueOpened", "IssueClosed", "IssueReopened", "IssueRecurred")}""",
 )
 
 

@@ -149,9 +149,10 @@ class PostgresDb(Db):
 
     def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key)
+        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"  # a link table
         return (
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-            f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+            f" ON CONFLICT ({', '.join(key)}) {action}"
         )
 
     def create(self, statement: str) -> None:

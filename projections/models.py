@@ -204,6 +204,19 @@ class ArtifactSlot(ViewModel):
 SlotView = Annotated[PointerSlot | ArtifactSlot, Field(discriminator="type")]
 
 
+class IssueComment(ViewModel):
+    at: str
+    author: str
+    text: str
+
+
+class IssueHistoryEntry(ViewModel):
+    at: str
+    event: str
+    by: str
+    text: str
+
+
 class IssueView(ViewModel):
     """`GET /api/issues` and `controlroom issues`: something a run found for a person."""
 
@@ -220,6 +233,35 @@ class IssueView(ViewModel):
     evidence: Any = None
     resolution: str | None = omitted_when_none("how a closed issue was resolved")
     closed_at: str | None = omitted_when_none("when it was closed")
+    runs: list[str] = Field(
+        default_factory=list, description="every run that found it: the first, then recurrences"
+    )
+    comments: list[IssueComment] = Field(default_factory=list)
+    history: list[IssueHistoryEntry] = Field(
+        default_factory=list, description="opened, commented, closed, reopened, found again"
+    )
+
+
+class TrailEntry(ViewModel):
+    """One line of an issue's audit trail: a packet, a receipt, a tool receipt, a STOP_HOOK."""
+
+    model_config = ConfigDict(extra="allow")
+    run_id: str
+    kind: Literal["packet", "receipt", "tool_receipt", "stop_hook"]
+    at: str
+    step_id: str | None = None
+    actor: str | None = None
+    summary: str = ""
+    excerpt: str | None = None
+    packet_id: str | None = None
+    receipt_id: str | None = None
+    has_report: bool = False
+
+
+class IssueDetail(IssueView):
+    """`GET /api/issues/{id}`: the issue with its audit trail, in the order it happened."""
+
+    trail: list[TrailEntry] = Field(default_factory=list)
 
 
 class AuditEvent(ViewModel):

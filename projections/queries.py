@@ -10,6 +10,7 @@ from controlroom.projections import issues, runs
 from controlroom.projections.db import Db
 from controlroom.projections.models import (
     ArtifactSlot,
+    IssueDetail,
     IssueView,
     PointerSlot,
     RunDetail,
@@ -63,10 +64,28 @@ class Queries:
             summary=one_line(found["summary"]),
         )
 
-    def issues(self, run_id: str | None = None) -> list[IssueView]:
+    def issues(self, run_id: str | None = None, status: str | None = None) -> list[IssueView]:
         with self.lock:
-            rows = issues.list_issues(self.conn, run_id)
+            rows = issues.list_issues(self.conn, run_id, status)
         return [IssueView.model_validate(row) for row in rows]
+
+    def issue_detail(self, issue_id: str) -> IssueDetail:
+        """The issue and its audit trail (its runs' packets, receipts and STOP_HOOKs)."""
+        issue = self.issue(issue_id)
+        with self.lock:
+            trail = issues.issue_trail(self.conn, issue_id)
+        return IssueDetail.model_validate({**issue.model_dump(), "trail": trail})
+
+    def receipt_report(self, issue_id: str, receipt_id: str) -> str:
+        """A receipt's full report, if the receipt is in the issue's trail."""
+        with self.lock:
+            in_trail = any(
+                e.get("receipt_id") == receipt_id for e in issues.issue_trail(self.conn, issue_id)
+            )
+            report = issues.receipt_report(self.conn, receipt_id) if in_trail else None
+        if report is None:
+            raise IssueNotFoundError(f"{issue_id}/{receipt_id} (no report)")
+        return report
 
     def issue(self, issue_id: str) -> IssueView:
         with self.lock:

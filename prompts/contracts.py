@@ -118,6 +118,16 @@ BUNDLED: dict[str, type[BaseModel]] = {
 }
 
 
+def _register_receipt_reply() -> None:
+    # Task packets and receipts are domain models (seed 001); their reply is a contract.
+    from controlroom.domain.packets import ReceiptReply
+
+    BUNDLED["receipt_reply"] = ReceiptReply
+
+
+_register_receipt_reply()
+
+
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema, inlined (no `$defs`): what providers and prompts get."""
     schema = model.model_json_schema(by_alias=True)

@@ -167,7 +167,10 @@ class AnalyticsContract:
         resumed = analytics.query(
             f"SELECT status, resumes FROM runs WHERE run_id = '{special['resumed']}'"
         ).rows
-        assert resumed == [["done", 1]]
+        assert resumed == [["done", 1]], (
+            resumed,
+            analytics.query(f"SELECT error FROM runs WHERE run_id = '{special['resumed']}'").rows,
+        )
         ended = analytics.query(
             "SELECT run_id, status FROM runs WHERE run_id IN "
             f"('{special['cancelled']}', '{special['model_failed']}')"

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controlroom.domain.errors import WorkspaceError
 from controlroom.tools.text import read_document
-from controlroom.tools.workspace import STATE_DIR, Workspace
+from controlroom.tools.workspace import REPORTS_DIR, STATE_DIR, Workspace
 
 LAYOUT_FILE = f"{STATE_DIR}/workspace.json"
 SCHEMA_PATH = Path(__file__).with_name("workspace.schema.json")
@@ -211,7 +211,9 @@ def _candidates(workspace: Workspace) -> list[str]:
     return [
         p
         for p in workspace.text_files
-        if not p.rsplit("/", 1)[-1].lower().startswith("readme") and STATE_DIR not in p
+        if not p.rsplit("/", 1)[-1].lower().startswith("readme")
+        and STATE_DIR not in p
+        and not p.startswith(f"{REPORTS_DIR}/")
     ]
 
 

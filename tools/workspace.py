@@ -9,6 +9,9 @@ from pathlib import Path, PurePosixPath
 from controlroom.domain.errors import WorkspaceError
 
 STATE_DIR = ".control-room"
+#: Where recipes leave their reports and proposed corrections: in the workspace, for people
+#: to read, and never taken by the tools for part of the manuscript, its outline or canon.
+REPORTS_DIR = "control-room-reports"
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 #: The common file-system limits (NAME_MAX, PATH_MAX): longer paths are refused by name
 #: here rather than failing inside a tool with the operating system's error.

@@ -34,27 +34,83 @@ export async function showIssues(root) {
 }
 
 export async function showIssue(root, issueId) {
-  const issue = await api(`/api/issues/${encodeURIComponent(issueId)}`);
-  replace(
-    root,
-    h("h1", {}, issue.title, " ", badge(issue.status)),
-    h(
-      "dl",
-      { class: "facts" },
-      h("dt", {}, "issue"),
-      h("dd", {}, issue.issue_id),
-      h("dt", {}, "kind"),
-      h("dd", {}, issue.kind),
-      h("dt", {}, "opened"),
-      h("dd", {}, when(issue.opened_at)),
-      h("dt", {}, "run"),
-      h("dd", {}, issue.run_id ? h("a", { href: `#/runs/${encodeURIComponent(issue.run_id)}` }, issue.run_id) : "–"),
-      h("dt", {}, "recipe"),
-      h("dd", {}, issue.recipe_id || "–"),
-      issue.resolution ? [h("dt", {}, "resolution"), h("dd", {}, `${issue.resolution} (${when(issue.closed_at)})`)] : null,
-    ),
-    section("Report", pre(issue.detail, { id: "issue-detail" })),
-    issue.check ? section("Check", pre(json(issue.check))) : null,
-    issue.evidence !== null && issue.evidence !== undefined ? section("Evidence", pre(json(issue.evidence), { id: "issue-evidence" })) : null,
-  );
+  const base = `/api/issues/${encodeURIComponent(issueId)}`;
+  let issue = await api(base);
+  const message = h("p", { class: "error", hidden: true });
+
+  async function act(path, body) {
+    message.hidden = true;
+    try {
+      issue = await api(`${base}/${path}`, { method: "POST", body });
+      render();
+    } catch (error) {
+      message.textContent = error.message;
+      message.hidden = false;
+    }
+  }
+
+  function lifecycle() {
+    const text = h("input", { type: "text", id: "issue-note", "aria-label": "reason or comment", placeholder: "a reason, or a comment" });
+    const closing = issue.status === "open";
+    return h(
+      "div",
+      { class: "actions" },
+      text,
+      h("button", { type: "button", id: "issue-comment", onclick: () => act("comments", { text: text.value }) }, "Comment"),
+      h("button", { type: "button", id: closing ? "issue-close" : "issue-reopen", class: closing ? "danger" : "", onclick: () => act(closing ? "close" : "reopen", { reason: text.value }) }, closing ? "Close" : "Reopen"),
+      message,
+    );
+  }
+
+  function trailRow(entry) {
+    const report = h("div", { class: "report" });
+    const open = entry.has_report
+      ? h("button", { type: "button", class: "small open-report", onclick: async () => {
+          const body = await api(`${base}/reports/${encodeURIComponent(entry.receipt_id)}`);
+          replace(report, pre(body.report));
+        } }, "Open attached report")
+      : null;
+    return h(
+      "tr",
+      { dataset: { kind: entry.kind } },
+      h("td", {}, when(entry.at)),
+      h("td", {}, entry.kind),
+      h("td", {}, entry.step_id || ""),
+      h("td", {}, entry.actor || ""),
+      h("td", {}, entry.excerpt || entry.summary || "", open ? [" ", open] : null, report),
+    );
+  }
+
+  function render() {
+    replace(
+      root,
+      h("h1", {}, issue.title, " ", badge(issue.status)),
+      h(
+        "dl",
+        { class: "facts" },
+        h("dt", {}, "issue"),
+        h("dd", {}, issue.issue_id),
+        h("dt", {}, "kind"),
+        h("dd", {}, issue.kind),
+        h("dt", {}, "opened"),
+        h("dd", {}, when(issue.opened_at)),
+        h("dt", {}, "runs"),
+        h("dd", {}, (issue.runs.length ? issue.runs : [issue.run_id]).filter(Boolean).map((r, i) => [i ? ", " : "", h("a", { href: `#/runs/${encodeURIComponent(r)}` }, r)])),
+        h("dt", {}, "recipe"),
+        h("dd", {}, issue.recipe_id || "–"),
+        issue.resolution ? [h("dt", {}, "resolution"), h("dd", {}, `${issue.resolution} (${when(issue.closed_at)})`)] : null,
+      ),
+      lifecycle(),
+      section("Report", pre(issue.detail, { id: "issue-detail" })),
+      issue.check ? section("Check", pre(json(issue.check))) : null,
+      issue.evidence !== null && issue.evidence !== undefined ? section("Evidence", pre(json(issue.evidence), { id: "issue-evidence" })) : null,
+      issue.trail.length
+        ? section("Audit trail", h("table", { class: "trail", id: "issue-trail" }, h("thead", {}, h("tr", {}, ["at", "kind", "step", "actor", "summary"].map((c) => h("th", {}, c)))), h("tbody", {}, issue.trail.map(trailRow))))
+        : null,
+      issue.history.length
+        ? section("History", h("ul", { id: "issue-history" }, issue.history.map((e) => h("li", {}, `${when(e.at)} ${e.event} by ${e.by}: ${e.text}`))))
+        : null,
+    );
+  }
+  render();
 }

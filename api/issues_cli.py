@@ -1,0 +1,144 @@
+"""`controlroom issues`: what runs found, and its lifecycle.
+
+controlroom issues [list] [--run RUN] [--status open|closed]
+controlroom issues show ID [--full]       the issue, its history, its audit trail
+controlroom issues close ID --reason "…"
+controlroom issues reopen ID --reason "…"
+controlroom issues comment ID "TEXT"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from controlroom.domain.errors import BadInputError
+from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
+from controlroom.engine.issues import IssueService
+from controlroom.projections.models import IssueDetail, IssueView
+from controlroom.projections.views import Views
+
+ACTIONS = ("list", "show", "close", "reopen", "comment")
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "issues",
+        parents=[common],
+        help="issues opened by runs: list, show, close, reopen, comment",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", nargs="?", default="list", choices=ACTIONS)
+    p.add_argument("issue_id", nargs="?", help="the issue (show, close, reopen, comment)")
+    p.add_argument("text", nargs="?", help="comment: the text")
+    p.add_argument("--run", help="list: only the issues this run opened or found again")
+    p.add_argument("--status", choices=["open", "closed"], help="list: only these")
+    p.add_argument("--reason", help="close/reopen: why")
+    p.add_argument("--full", action="store_true", help="show: every report in full")
+    return p
+
+
+def run_issues_command(ctx: Context, ns: argparse.Namespace) -> int:
+    if ns.action == "list":
+        return _list(ctx, ns)
+    if not ns.issue_id:
+        raise BadInputError(f"issues {ns.action} needs an issue id (see `controlroom issues`)")
+    service = IssueService(ctx)
+    if ns.action == "close":
+        service.close(ns.issue_id, _required(ns.reason, "--reason"))
+    elif ns.action == "reopen":
+        service.reopen(ns.issue_id, _required(ns.reason, "--reason"))
+    elif ns.action == "comment":
+        service.comment(ns.issue_id, _required(ns.text, "TEXT"))
+    views = _views(ctx)
+    with views:
+        issue = views.query.issue_detail(ns.issue_id)
+        reports = {
+            e.receipt_id: views.query.receipt_report(issue.issue_id, e.receipt_id)
+            for e in issue.trail
+            if ns.full and e.has_report and e.receipt_id
+        }
+    if ns.json:
+        body = issue.model_dump(mode="json")
+        if ns.full:
+            body["reports"] = reports
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+        return 0
+    _print_issue(issue, ns.full)
+    _print_trail(issue, reports)
+    return 0
+
+
+def _required(value: str | None, name: str) -> str:
+    if value is None or not value.strip():
+        raise BadInputError(f"give {name}")
+    return value
+
+
+def _views(ctx: Context) -> Views:
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()
+    return views
+
+
+def _list(ctx: Context, ns: argparse.Namespace) -> int:
+    views = _views(ctx)
+    with views:
+        rows = views.query.issues(run_id=ns.run, status=ns.status)
+    if ns.json:
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no issues")
+    for r in rows:
+        again = f" (+{len(r.runs) - 1} run(s) found it again)" if len(r.runs) > 1 else ""
+        print(f"{r.issue_id}  {r.status:<6}  run {r.run_id}  {r.title}{again}")
+    return 0
+
+
+def _print_trail(issue: IssueDetail, reports: dict[str, str]) -> None:
+    if not issue.trail:
+        return
+    print("  audit trail (in the order it happened):")
+    for e in issue.trail:
+        what = e.packet_id or e.receipt_id or ""
+        print(f"    {e.at}  {e.kind:<12} {e.step_id or '':<12} {e.actor or ''}  {what}")
+        if e.kind == "packet":
+            print(f"        {e.summary}")
+        elif e.excerpt:
+            print(f"        {e.excerpt}")
+        if e.receipt_id in reports:
+            print("        report:")
+            for line in reports[e.receipt_id].splitlines():
+                print(f"          {line}")
+    if any(e.has_report for e in issue.trail) and not reports:
+        print(f"  full reports: controlroom issues show {issue.issue_id} --full")
+
+
+def _print_issue(issue: IssueView, full: bool) -> None:
+    print(f"{issue.issue_id}  {issue.status}  {issue.kind}")
+    print(f"  {issue.title}")
+    print(f"  opened {issue.opened_at} by run {issue.run_id} ({issue.recipe_id})")
+    if len(issue.runs) > 1:
+        print(f"  found again by: {', '.join(issue.runs[1:])}")
+    if issue.status == "closed":
+        print(f"  closed {issue.closed_at}: {issue.resolution}")
+    detail = issue.detail if full or len(issue.detail) <= 400 else issue.detail[:400] + " …"
+    print(f"  detail: {detail}")
+    if issue.evidence is not None:
+        evidence = json.dumps(issue.evidence, ensure_ascii=False)
+        if not full and len(evidence) > 400:
+            evidence = evidence[:400] + " … (--full for all of it)"
+        print(f"  evidence: {evidence}")
+    if issue.history:
+        print("  history:")
+        for entry in issue.history:
+            print(f"    {entry.at}  {entry.event} by {entry.by}: {entry.text}")
+    print(
+        f'next: `controlroom issues comment {issue.issue_id} "…"`, '
+        f"`controlroom issues {'reopen' if issue.status == 'closed' else 'close'} "
+        f'{issue.issue_id} --reason "…"`'
+    )

@@ -1,0 +1,88 @@
+"""The issue lifecycle over HTTP: close, reopen, comment (each an event), one issue with its
+audit trail, and a receipt's full report on demand."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from controlroom.api.bodies import read_body
+from controlroom.api.limits import MAX_TEXT
+from controlroom.api.server import Server
+from controlroom.engine.issues import IssueService
+
+
+class _Note(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("contains a NUL character")
+        if not value.strip():
+            raise ValueError("is blank")
+        return value
+
+
+class ReasonBody(_Note):
+    reason: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class CommentBody(_Note):
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+def _server(request: Request) -> Server:
+    server: Server = request.app.state.server
+    return server
+
+
+def _detail(request: Request, issue_id: str) -> JSONResponse:
+    detail = _server(request).read_views().query.issue_detail(issue_id)
+    return JSONResponse(detail.model_dump(mode="json"))
+
+
+def get_issue(request: Request) -> JSONResponse:
+    return _detail(request, request.path_params["issue_id"])
+
+
+def get_report(request: Request) -> JSONResponse:
+    issue_id, receipt_id = request.path_params["issue_id"], request.path_params["receipt_id"]
+    report = _server(request).read_views().query.receipt_report(issue_id, receipt_id)
+    return JSONResponse({"issue_id": issue_id, "receipt_id": receipt_id, "report": report})
+
+
+async def close_issue(request: Request) -> JSONResponse:
+    body = await read_body(request, ReasonBody)
+    issue_id = request.path_params["issue_id"]
+    await run_in_threadpool(IssueService(_server(request).ctx).close, issue_id, body.reason)
+    return await run_in_threadpool(_detail, request, issue_id)
+
+
+async def reopen_issue(request: Request) -> JSONResponse:
+    body = await read_body(request, ReasonBody)
+    issue_id = request.path_params["issue_id"]
+    await run_in_threadpool(IssueService(_server(request).ctx).reopen, issue_id, body.reason)
+    return await run_in_threadpool(_detail, request, issue_id)
+
+
+async def comment_issue(request: Request) -> JSONResponse:
+    body = await read_body(request, CommentBody)
+    issue_id = request.path_params["issue_id"]
+    await run_in_threadpool(IssueService(_server(request).ctx).comment, issue_id, body.text)
+    response = await run_in_threadpool(_detail, request, issue_id)
+    response.status_code = 201
+    return response
+
+
+ROUTES = [
+    Route("/api/issues/{issue_id}", get_issue, methods=["GET"]),
+    Route("/api/issues/{issue_id}/reports/{receipt_id}", get_report, methods=["GET"]),
+    Route("/api/issues/{issue_id}/close", close_issue, methods=["POST"]),
+    Route("/api/issues/{issue_id}/reopen", reopen_issue, methods=["POST"]),
+    Route("/api/issues/{issue_id}/comments", comment_issue, methods=["POST"]),
+]

@@ -1,0 +1,64 @@
+"""The OpenAPI entries of the issue lifecycle and audit trail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def issue_paths(models: Any) -> dict[str, Any]:
+    from controlroom.api import openapi as o
+    from controlroom.api.issues_http import CommentBody, ReasonBody
+    from controlroom.projections.models import IssueDetail
+
+    issue_id = o._param("issue_id", "path", {"type": "string"})
+    detail = models.ref(IssueDetail)
+    models.ref(ReasonBody)
+    models.ref(CommentBody)
+
+    def change(summary: str, body: str, ok: str = "200") -> dict[str, Any]:
+        return {
+            "post": o._op(
+                summary,
+                {ok: o._json(detail, "the issue after the change")},
+                400,
+                404,
+                409,
+                413,
+                parameters=[issue_id],
+                requestBody=o._body(body),
+            )
+        }
+
+    return {
+        "/api/issues/{issue_id}": {
+            "get": o._op(
+                "One issue with its history, comments and audit trail",
+                {"200": o._json(detail, "issue")},
+                404,
+                parameters=[issue_id],
+            )
+        },
+        "/api/issues/{issue_id}/reports/{receipt_id}": {
+            "get": o._op(
+                "A receipt's full report, from the issue's audit trail",
+                {
+                    "200": o._json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "issue_id": {"type": "string"},
+                                "receipt_id": {"type": "string"},
+                                "report": {"type": "string"},
+                            },
+                        },
+                        "the report",
+                    )
+                },
+                404,
+                parameters=[issue_id, o._param("receipt_id", "path", {"type": "string"})],
+            )
+        },
+        "/api/issues/{issue_id}/close": change("Close an issue, with a reason", "ReasonBody"),
+        "/api/issues/{issue_id}/reopen": change("Reopen a closed issue", "ReasonBody"),
+        "/api/issues/{issue_id}/comments": change("Comment on an issue", "CommentBody", "201"),
+    }

@@ -1,0 +1,152 @@
+"""Two step kinds built on agent steps (seed 001): `packet_agent`, an agent that gets a task
+packet and must answer with a receipt and nothing else; and `for_each`, an agent (or packet
+agent) run once per item of a list in a slot (the writer loop: one `write_beat` per beat).
+
+Their events: `PacketIssued` and `ReceiptRecorded` for each packet and receipt, and
+`ForEachItemCompleted` for each item of a loop, committed as soon as it is done, so a
+resumed loop never runs an item twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from controlroom.domain.canonical import sha256_text
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.outcomes import AgentOutcome, EventSpec
+from controlroom.domain.packets import PacketIntent
+from controlroom.domain.run_events import SlotWritten
+from controlroom.domain.steps import STEP_KINDS, AgentStep, KnownNames, Ref, StepSpec
+
+RECEIPT_CONTRACT = "receipt_reply"
+
+
+class PacketAgentStep(AgentStep):
+    """An agent step under the task-packet contract."""
+
+    kind: Literal["packet_agent"] = "packet_agent"  # type: ignore[assignment]
+    intent: PacketIntent
+    #: Workspace paths the agent may name as produced; any other is a STOP_HOOK.
+    expected_artifacts: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    #: Who acts on the receipt next (the next step's agent, or the chief).
+    handoff_to: str = "chief"
+
+
+class ForEachStep(AgentStep):
+    """An agent run once per item of a list (a `$ref` into a slot or the task), in order.
+    Each item is shown as `item` (with `item_index`, and the outputs so far as
+    `previous_items`); the outputs, joined, are the step's slot. With `packets`, every
+    item's call is a packet and a receipt, as in `packet_agent`."""
+
+    kind: Literal["for_each"] = "for_each"  # type: ignore[assignment]
+    items: Ref
+    packets: bool = False
+    intent: PacketIntent = "write"
+    expected_artifacts: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    handoff_to: str = "chief"
+    #: How the outputs are joined into the slot's text.
+    separator: str = "\n\n"
+
+    def refs(self) -> Iterator[tuple[str, str]]:
+        yield "items.$ref", self.items.ref
+
+    def problems(self, known: KnownNames) -> Iterator[tuple[str, str]]:
+        yield from super().problems(known)
+
+
+STEP_KINDS.register(PacketAgentStep)
+STEP_KINDS.register(ForEachStep)
+
+
+class PacketIssued(DomainEvent):
+    type_name: ClassVar[str] = "PacketIssued"
+    step_id: str
+    instance_id: str
+    attempt: int = 1
+    packet: dict[str, Any]
+
+
+class ReceiptRecorded(DomainEvent):
+    type_name: ClassVar[str] = "ReceiptRecorded"
+    step_id: str
+    instance_id: str
+    attempt: int = 1
+    receipt: dict[str, Any]
+    #: The long report, when it is not kept elsewhere (stored once: the receipt's excerpt
+    #: and `report_ref` point at it).
+    report: str | None = None
+
+
+class ForEachItemCompleted(DomainEvent):
+    type_name: ClassVar[str] = "ForEachItemCompleted"
+    step_id: str
+    instance_id: str
+    index: int
+    total: int
+    output: str
+    output_sha256: str
+    agent_id: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    request_ref: str | None = None
+    packet_id: str | None = None
+    receipt_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PacketOutcome(AgentOutcome):
+    """An agent's answer to a packet: the call as any agent's, plus the packet and the
+    receipt. The slot holds the receipt's `output` (the work), not the reply JSON."""
+
+    packet: dict[str, Any] = field(default_factory=dict)
+    receipt: dict[str, Any] = field(default_factory=dict)
+    work: str = ""
+    instance_id: str = ""
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        agent_events = super().events(step, session_id)
+        *call, (slot_event, slot) = agent_events
+        assert slot_event is SlotWritten
+        slot = {**slot, "text": self.work, "sha256": sha256_text(self.work)}
+        # The packet itself was recorded before the call (PacketIssued, by the performer).
+        return [
+            *call,
+            (ReceiptRecorded, {**self._ids(step), "receipt": self.receipt}),
+            (SlotWritten, slot),
+        ]
+
+    def _ids(self, step: StepSpec) -> dict[str, Any]:
+        return {"step_id": step.step_id, "instance_id": self.instance_id or step.step_id}
+
+    def preview_source(self) -> str:
+        return self.work
+
+
+@dataclass(frozen=True)
+class ForEachOutcome(AgentOutcome):
+    """Every item done: the outputs joined are the slot (the items' own events were
+    recorded as each finished)."""
+
+    items: int = 0
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        return super().events(step, session_id)
+
+
+def joined(outputs: list[str], separator: str) -> str:
+    return separator.join(o.strip() for o in outputs)
+
+
+def item_text(item: Any) -> str:
+    return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, indent=2)

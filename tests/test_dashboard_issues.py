@@ -1,0 +1,59 @@
+"""The dashboard's issue view in headless Chromium: the audit trail with a receipt's report
+opened on demand, and comment, close and reopen from the page, each recorded as an event."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from controlroom.engine.context import Context
+from controlroom.models.agents import AgentDirectory
+from tests.live import live_server
+from tests.test_dashboard import browser, watch  # noqa: F401  (fixtures)
+from tests.test_issue_lifecycle import run
+from tests.test_playbook import TASK, Scripted
+
+
+def test_an_issue_is_read_with_its_trail_and_closed_and_reopened_from_the_page(
+    workspace: Path,
+    watch: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    def record_a_stop_hook_run() -> None:
+        model = Scripted("critique_scene", *"xxx")
+        ctx = Context.open(workspace, agents=AgentDirectory(clients={"offline": model}))
+        try:
+            run(ctx, TASK)
+        finally:
+            ctx.close()
+
+    # In a thread of its own: the browser fixture's event loop runs in this one.
+    worker = threading.Thread(target=record_a_stop_hook_run)
+    worker.start()
+    worker.join(timeout=60)
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        (issue,) = client.get("/api/issues").json()
+        page = seen.open(f"/#/issues/{issue['issue_id']}")
+        page.wait_for_selector('#issue-trail tr[data-kind="stop_hook"]')
+        page.click("#issue-trail .open-report >> nth=0")
+        page.wait_for_selector("#issue-trail .report pre")
+        assert "# Scene plan" in page.inner_text("#issue-trail .report pre")
+        seen.shot("issue-trail")
+        page.fill("#issue-note", "retrying with a better model")
+        page.click("#issue-comment")
+        page.wait_for_selector("#issue-history li >> text=commented")
+        page.fill("#issue-note", "fixed by the retry")
+        page.click("#issue-close")
+        page.wait_for_selector('h1 .badge[data-status="closed"]')
+        page.fill("#issue-note", "not fixed after all")
+        page.click("#issue-reopen")
+        page.wait_for_selector('h1 .badge[data-status="open"]')
+        history = client.get(f"/api/issues/{issue['issue_id']}").json()["history"]
+        assert [h["event"] for h in history][-3:] == ["commented", "closed", "reopened"]
+        assert seen.problems == []
