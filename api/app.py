@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlroom.api import analytics, dashboard, issues_http, plans_http
+from controlroom.api import analytics, conference_http, dashboard, issues_http, plans_http
 from controlroom.api.bodies import RouteBody, StartRunBody, read_body
 from controlroom.api.checkpointer import Checkpointer
 from controlroom.api.errors import (
@@ -36,6 +36,7 @@ from controlroom.api.sse import log_stream, run_stream
 from controlroom.domain.errors import ControlRoomError, RunNotFoundError
 from controlroom.domain.events import DomainEvent
 from controlroom.engine.context import Context
+from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.service import RunRequest
 from controlroom.eventstore.store import Damaged
 from controlroom.projections.audit import audit_trail
@@ -143,6 +144,31 @@ async def retry_run(request: Request) -> JSONResponse:
     return JSONResponse({"run_id": run.id, "status": status, "from": step})
 
 
+async def resume_run(request: Request) -> JSONResponse:
+    """Continue an unfinished run nobody is advancing (its process died, its lease ran out),
+    here: recorded as `RunResumed` with this server's claim, like `controlroom resume`."""
+    run_id = request.path_params["run_id"]
+    _run_view(request)  # 404 before anything else
+    server = _server(request)
+    if not server.execute:
+        raise HttpError(
+            409, "conflict", "this server does not execute runs (--no-execute): a worker resumes it"
+        )
+    run = await asyncio.to_thread(server.service.load, run_id)
+    if run.is_finished or run.is_waiting:
+        state = f"waiting on '{run.waiting_on}'" if run.is_waiting else run.status.value
+        raise HttpError(409, "conflict", f"run {run_id} is {state}: nothing to resume")
+    held = (
+        run.owner
+        and run.owner != server.executor.owner
+        and run.lease_is_live(server.ctx.clock.now())
+    )
+    if run_id in server.executor.tasks or (held and not owner_is_gone(run.owner)):
+        raise HttpError(409, "conflict", f"run {run_id} is being advanced by {run.owner}")
+    server.executor.spawn(run_id)
+    return JSONResponse({"run_id": run_id, "status": "running"})
+
+
 def get_request(request: Request) -> JSONResponse:
     """The exact request an agent step sent: `/api/runs/{id}/requests/{step or sha256:ref}`."""
     server = _server(request)
@@ -226,6 +252,7 @@ ROUTES = [
     Route("/api/runs/{run_id}/cache/{slot}", get_slot, methods=["GET"]),
     Route("/api/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
     Route("/api/runs/{run_id}/retry", retry_run, methods=["POST"]),
+    Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
     Route("/api/runs/{run_id}/requests/{ref}", get_request, methods=["GET"]),
     Route("/api/runs/{run_id}/audit", get_audit, methods=["GET"]),
     Route("/api/runs/{run_id}/events", run_events, methods=["GET"]),
@@ -239,6 +266,7 @@ ROUTES = [
     Route("/api/analytics/reports/{name}", analytics.get_report, methods=["GET"]),
     Route("/api/analytics/query", analytics.post_query, methods=["POST"]),
     *plans_http.ROUTES,
+    *conference_http.ROUTES,
     Route("/openapi.json", openapi, methods=["GET"]),
     *dashboard.API_ROUTES,
 ]

@@ -179,6 +179,13 @@ def cmd_audit(ns: argparse.Namespace) -> int:
     return run_audit(_open(ns), ns)
 
 
+def cmd_conference(ns: argparse.Namespace) -> int:
+    """A conference round (api/conference_cli.py)."""
+    from controlroom.api.conference_cli import run_conference
+
+    return run_conference(_open(ns), ns)
+
+
 def cmd_plan(ns: argparse.Namespace) -> int:
     """Session plans: the Chief's plan of an intent, run task by task (api/plans_cli.py)."""
     from controlroom.api.plans_cli import run_plan_command
@@ -604,6 +611,25 @@ def _print_request(recorded: dict[str, Any]) -> None:
     print("\n--- parameters ---\n" + json.dumps(body, indent=2, ensure_ascii=False))
 
 
+def _show_trail(ctx: Context, ns: argparse.Namespace) -> int:
+    """Seed 001 PH-5: every packet and receipt of the run, in order, with actor, decision
+    summary and artifacts."""
+    with _views(ctx) as views:
+        trail = views.query.run_trail(ns.run_id)
+    if ns.json:
+        _emit_json([e.model_dump(mode="json") for e in trail])
+        return EXIT_DONE
+    if not trail:
+        print("no packets or receipts recorded for this run")
+    for e in trail:
+        artifacts = getattr(e, "artifacts", None) or []
+        print(f"{e.at}  {e.kind:<12} {e.step_id or '':<12} {e.actor or ''}")
+        print(f"    {e.summary}" + (f"  → {', '.join(artifacts)}" if artifacts else ""))
+        if e.kind == "receipt" and e.excerpt:
+            print(f"    {e.excerpt}")
+    return EXIT_DONE
+
+
 def cmd_show(ns: argparse.Namespace) -> int:
     """The same view as `GET /api/runs/{id}`: the runs projection, caught up."""
     ctx = _open(ns)
@@ -611,6 +637,8 @@ def cmd_show(ns: argparse.Namespace) -> int:
         recorded = RunService(ctx).recorded_request(ns.run_id, ns.request)
         _emit_json(recorded) if ns.json else _print_request(recorded)
         return EXIT_DONE
+    if ns.trail:
+        return _show_trail(ctx, ns)
     with _views(ctx) as views:
         view = views.query.run(ns.run_id)
     if ns.json:
@@ -946,6 +974,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="STEP_OR_REF",
         help="show the exact request an agent step sent (system, user, parameters)",
     )
+    p.add_argument(
+        "--trail", action="store_true", help="the run's task packets and receipts, in order"
+    )
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("runs", parents=[common], help="list runs")
@@ -981,7 +1012,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_audit_parser(sub, common).set_defaults(func=cmd_audit)
 
+    from controlroom.api.conference_cli import add_parser as add_conference_parser
     from controlroom.api.plans_cli import add_parser as add_plan_parser
+
+    add_conference_parser(sub, common).set_defaults(func=cmd_conference)
 
     add_plan_parser(sub, common).set_defaults(func=cmd_plan)
 

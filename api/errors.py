@@ -29,6 +29,7 @@ from controlroom.domain.plan_errors import (
     PlanNotFoundError,
     PlanStateError,
 )
+from controlroom.projections.plan_queries import RoundNotFoundError
 
 
 class HttpError(Exception):
@@ -71,7 +72,7 @@ def to_http(exc: ControlRoomError) -> HttpError:
         return HttpError(409, "conflict", message)
     if isinstance(exc, PlanInputError):
         return HttpError(400, "bad_input", message, exc.field)
-    if isinstance(exc, PlanNotFoundError):
+    if isinstance(exc, PlanNotFoundError | RoundNotFoundError):
         return HttpError(404, "not_found", message)
     if isinstance(exc, PlanStateError):
         return HttpError(409, "conflict", message)

@@ -50,6 +50,11 @@ def get_issue(request: Request) -> JSONResponse:
     return _detail(request, request.path_params["issue_id"])
 
 
+def get_run_trail(request: Request) -> JSONResponse:
+    trail = _server(request).read_views().query.run_trail(request.path_params["run_id"])
+    return JSONResponse([e.model_dump(mode="json") for e in trail])
+
+
 def get_report(request: Request) -> JSONResponse:
     issue_id, receipt_id = request.path_params["issue_id"], request.path_params["receipt_id"]
     report = _server(request).read_views().query.receipt_report(issue_id, receipt_id)
@@ -80,6 +85,7 @@ async def comment_issue(request: Request) -> JSONResponse:
 
 
 ROUTES = [
+    Route("/api/runs/{run_id}/trail", get_run_trail, methods=["GET"]),
     Route("/api/issues/{issue_id}", get_issue, methods=["GET"]),
     Route("/api/issues/{issue_id}/reports/{receipt_id}", get_report, methods=["GET"]),
     Route("/api/issues/{issue_id}/close", close_issue, methods=["POST"]),

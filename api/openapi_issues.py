@@ -8,7 +8,7 @@ from typing import Any
 def issue_paths(models: Any) -> dict[str, Any]:
     from controlroom.api import openapi as o
     from controlroom.api.issues_http import CommentBody, ReasonBody
-    from controlroom.projections.models import IssueDetail
+    from controlroom.projections.models import IssueDetail, RunState, TrailEntry
 
     issue_id = o._param("issue_id", "path", {"type": "string"})
     detail = models.ref(IssueDetail)
@@ -30,6 +30,23 @@ def issue_paths(models: Any) -> dict[str, Any]:
         }
 
     return {
+        "/api/runs/{run_id}/resume": {
+            "post": o._op(
+                "Continue a run nobody is advancing (its process died, its lease ran out)",
+                {"200": o._json(models.ref(RunState), "resumed here (RunResumed recorded)")},
+                404,
+                409,
+                parameters=[o._RUN_ID],
+            )
+        },
+        "/api/runs/{run_id}/trail": {
+            "get": o._op(
+                "A run's audit trail: task packets, receipts and STOP_HOOKs, in order",
+                {"200": o._json(models.array(TrailEntry), "the trail")},
+                404,
+                parameters=[o._RUN_ID],
+            )
+        },
         "/api/issues/{issue_id}": {
             "get": o._op(
                 "One issue with its history, comments and audit trail",

@@ -68,3 +68,44 @@ def plan_paths(models: Any) -> dict[str, Any]:
             )
         }
     return paths
+
+
+def conference_paths(models: Any) -> dict[str, Any]:
+    from controlroom.api import openapi as o
+    from controlroom.api.conference_http import StartRoundBody
+    from controlroom.projections.conference_models import RoundDetail, RoundSummary
+
+    round_id = o._param("round_id", "path", {"type": "string"})
+    models.ref(StartRoundBody)
+    detail = models.ref(RoundDetail)
+    return {
+        "/api/conferences": {
+            "post": o._op(
+                "Run a conference round: tools gather evidence, every role interprets it",
+                {"201": o._json(detail, "the round's transcript")},
+                400,
+                413,
+                requestBody=o._body("StartRoundBody"),
+            ),
+            "get": o._op(
+                "List conference rounds", {"200": o._json(models.array(RoundSummary), "rounds")}
+            ),
+        },
+        "/api/conferences/{round_id}": {
+            "get": o._op(
+                "One round: receipts, refused calls, replies with their verdicts",
+                {"200": o._json(detail, "round")},
+                404,
+                parameters=[round_id],
+            )
+        },
+        "/api/conferences/{round_id}/events": {
+            "get": o._op(
+                "Follow a round's events live (ends when it closes or fails)",
+                o._SSE,
+                400,
+                404,
+                parameters=[round_id, o._AFTER],
+            )
+        },
+    }

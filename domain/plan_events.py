@@ -31,6 +31,9 @@ class PlanTask(BaseModel):
     routing_reason: str = ""
     #: The recipe as it was when the task was placed: the run runs what the user approved.
     recipe: dict[str, Any] | None = None
+    #: Seed 001 PH-2: the clarify packet a task needing scoping was asked with (choices),
+    #: or, once answered, the task packet for the agent that will act first.
+    packet: dict[str, Any] | None = None
 
 
 class PlanCreated(DomainEvent):

@@ -23,6 +23,7 @@ from controlroom.domain.plan import check_tasks
 from controlroom.domain.plan_errors import ChiefReplyError, PlanInputError
 from controlroom.domain.plan_events import PlanTask
 from controlroom.domain.router import initial_args_from, route
+from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
 from controlroom.engine.steps import CONTRACT_RETRIES, stricter
 from controlroom.models.port import ModelRequest
@@ -31,6 +32,17 @@ from controlroom.tools.layout import detect_layout
 from controlroom.tools.outline import parse_outline
 
 CHIEF = "chief"
+#: The intent of the first agent's packet, by the kind of recipe a task routes to.
+_INTENTS = {
+    "creative_draft_scene": "write",
+    "write_scene_from_outline": "plan",
+    "analytical_consistency": "check",
+    "analytical_scene_validate": "check",
+    "analytical_prose": "review",
+    "analytical_foreshadow": "review",
+    "structural_canon": "update",
+    "structural_outline": "plan",
+}
 #: What a clarify questionnaire offers for a scene the request names but no recipe places.
 SCENE_ACTIONS = (
     "Write scene {n}",
@@ -128,10 +140,52 @@ class Chief:
         return self.routed(task, scenes, planned, proposed.get("scoping_question"))
 
     def routed(
+        self,
+        task: PlanTask,
+        scenes: Scenes,
+        planned: set[int],
+        question: Any = None,
+        *,
+        parent_packet: str | None = None,
+    ) -> PlanTask:
+        """The task with its recipe, args and the task packet for its first agent; or
+        needs_scoping with a question (a clarify packet when there are choices)."""
+        placed = self._placed(task, scenes, planned, question)
+        return placed.model_copy(update={"packet": self._packet(placed, parent_packet)})
+
+    def _packet(self, task: PlanTask, parent: str | None) -> dict[str, Any] | None:
+        from controlroom.domain.packets import Handoff, OutputContract, Scope, TaskPacket
+
+        if task.recipe_id is None and len(task.choices) < 2:
+            return None  # a free-form question: no questionnaire to send
+        clarify = task.recipe_id is None
+        recipe = None if clarify else self.ctx.catalog.get(str(task.recipe_id))
+        agents = (
+            [s.agent_archetype for s in recipe.steps if isinstance(s, AgentStep)] if recipe else []
+        )
+        first = agents[0] if agents else ("user" if clarify else "chief")
+        packet = TaskPacket(
+            packet_id=self.ctx.ids.new("pkt"),
+            parent_issue_id=None,
+            parent_packet_id=parent,
+            intent="clarify" if clarify else _INTENTS.get(str(task.recipe_id), "review"),
+            target=first,
+            scope=Scope(description=task.scoping_question if clarify else task.description),
+            inputs=[],
+            constraints=[] if clarify else [f"DoD: {task.dod}"] if task.dod else [],
+            output_contract=OutputContract(
+                schema_name="clarify_choice" if clarify else "receipt_reply"
+            ),
+            handoff=Handoff(to="chief" if clarify else first),
+            timestamp=self.ctx.clock.now(),
+            requested_by="chief",
+            choices=list(task.choices) if clarify else [],
+        )
+        return packet.model_dump(mode="json")
+
+    def _placed(
         self, task: PlanTask, scenes: Scenes, planned: set[int], question: Any = None
     ) -> PlanTask:
-        """The task with its recipe and args, or needs_scoping with a question (and
-        choices when the system can list them)."""
         decision = route(task.description, self.ctx.catalog.recipes())
         numbers = _scene_numbers(task.description)
         if not decision.routable or decision.recipe_id is None:

@@ -104,8 +104,11 @@ class PlanService:
             if current.scoping_question is None:
                 raise PlanInputError(f"task {task_id} has no scoping question to answer", "task_id")
             description = _answered(current, answer)
+            parent = (current.packet or {}).get("packet_id")
             task = self._placed(
-                plan, current.model_copy(update={"description": description, "choices": []})
+                plan,
+                current.model_copy(update={"description": description, "choices": []}),
+                parent_packet=parent,
             )
             if task.recipe_id is None:
                 raise PlanInputError(
@@ -146,7 +149,9 @@ class PlanService:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _placed(self, plan: SessionPlan, task: PlanTask) -> PlanTask:
+    def _placed(
+        self, plan: SessionPlan, task: PlanTask, parent_packet: str | None = None
+    ) -> PlanTask:
         scenes = workspace_scenes(self.ctx)
         planned = {
             n
@@ -154,7 +159,7 @@ class PlanService:
             if other.recipe_id == "creative_draft_scene" and other.task_id != task.task_id
             for n in _numbers(other.description)
         }
-        return self.chief.routed(task, scenes, planned)
+        return self.chief.routed(task, scenes, planned, parent_packet=parent_packet)
 
     @staticmethod
     def _task(plan: SessionPlan, task_id: int) -> PlanTask:

@@ -139,6 +139,7 @@ class FileConflictIssuePolicy:
 
 
 def bundled_policies() -> list[Policy]:
+    from controlroom.engine.conference_policy import ConferenceClosePolicy
     from controlroom.engine.plan_policies import PlanProgressPolicy, PlanRunsPolicy
 
     return [
@@ -147,6 +148,7 @@ def bundled_policies() -> list[Policy]:
         FileConflictIssuePolicy(),
         PlanRunsPolicy(),
         PlanProgressPolicy(),
+        ConferenceClosePolicy(),
     ]
 
 

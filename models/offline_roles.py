@@ -562,3 +562,12 @@ def _register_packet_roles() -> None:
 
 
 _register_packet_roles()
+
+
+def _register_conference_roles() -> None:
+    from controlroom.models.offline_conference import HANDLERS as CONFERENCE
+
+    HANDLERS.update(CONFERENCE)
+
+
+_register_conference_roles()

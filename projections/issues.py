@@ -228,6 +228,14 @@ def _loads(data: bytes) -> dict[str, Any]:
     return loaded
 
 
+def run_trail(conn: Db, run_id: str) -> list[dict[str, Any]]:
+    """One run's packets, receipts and STOP_HOOKs, in the order they happened."""
+    rows = conn.execute(
+        "SELECT run_id, data FROM run_trail WHERE run_id = ? ORDER BY at, position", (run_id,)
+    ).fetchall()
+    return _entries(rows)
+
+
 def issue_trail(conn: Db, issue_id: str) -> list[dict[str, Any]]:
     """Every packet, receipt and STOP_HOOK of the issue's runs, in the order they happened."""
     rows = conn.execute(
@@ -235,6 +243,10 @@ def issue_trail(conn: Db, issue_id: str) -> list[dict[str, Any]]:
         "(SELECT run_id FROM issue_runs WHERE issue_id = ?) ORDER BY at, position",
         (issue_id,),
     ).fetchall()
+    return _entries(rows)
+
+
+def _entries(rows: list[Any]) -> list[dict[str, Any]]:
     entries = []
     for run_id, data in rows:
         entry = {"run_id": run_id, **_loads(data)}

@@ -32,6 +32,8 @@ class PlanTaskView(_View):
     #: The run's own status while the projection of runs has it (running, done, ...).
     run_status: str | None = None
     forced: bool = False
+    #: The clarify packet (needs scoping, with choices) or the first agent's task packet.
+    packet: dict[str, Any] | None = None
     outcome_detail: str | None = None
     review: TaskReviewView | None = None
 

@@ -4,12 +4,36 @@ from __future__ import annotations
 
 import threading
 
+from controlroom.domain.errors import BadInputError
 from controlroom.domain.plan_errors import PlanNotFoundError
-from controlroom.projections import plans
+from controlroom.projections import conferences, plans
+from controlroom.projections.conference_models import RoundDetail, RoundSummary
 from controlroom.projections.db import Db
 from controlroom.projections.plan_models import PlanDetail, PlanSummary
 
 PLAN_STATUSES = ("draft", "approved", "running", "paused", "done", "failed")
+
+
+class ConferenceQueries:
+    def __init__(self, conn: Db, lock: threading.RLock) -> None:
+        self.conn, self.lock = conn, lock
+
+    def rounds(self) -> list[RoundSummary]:
+        with self.lock:
+            rows = conferences.list_rounds(self.conn)
+        return [RoundSummary.model_validate(r) for r in rows]
+
+    def round(self, round_id: str) -> RoundDetail:
+        with self.lock:
+            found = conferences.load_round(self.conn, round_id)
+        if found is None:
+            raise RoundNotFoundError(round_id)
+        return RoundDetail.model_validate(found)
+
+
+class RoundNotFoundError(BadInputError):
+    def __init__(self, round_id: str) -> None:
+        super().__init__(f"no conference round '{round_id}'")
 
 
 class PlanQueries:

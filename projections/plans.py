@@ -26,7 +26,7 @@ _EVENT_COLUMNS = ("plan_id", "version", "type_name", "data")
 class PlansProjection(Projection):
     name: ClassVar[str] = "plans"
     topics: ClassVar[frozenset[str] | None] = PLAN_EVENT_TYPES
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
     tables: ClassVar[tuple[str, ...]] = ("plans", "plan_events")
     schema: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS plans (
@@ -98,6 +98,7 @@ def plan_view(plan: SessionPlan, events: Sequence[DomainEvent]) -> dict[str, Any
                 "answer": plan.answers.get(task_id),
                 "run_id": plan.run_ids.get(task_id),
                 "forced": task_id in plan.forced,
+                "packet": task.packet,
                 "outcome_detail": details.get(task_id),
                 "review": (
                     {

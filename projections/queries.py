@@ -16,6 +16,7 @@ from controlroom.projections.models import (
     RunDetail,
     RunSummary,
     StepView,
+    TrailEntry,
 )
 from controlroom.projections.run_view import RunView, one_line
 
@@ -68,6 +69,13 @@ class Queries:
         with self.lock:
             rows = issues.list_issues(self.conn, run_id, status)
         return [IssueView.model_validate(row) for row in rows]
+
+    def run_trail(self, run_id: str) -> list[TrailEntry]:
+        """The run's audit trail: packets, receipts (agents' and tools'), STOP_HOOKs."""
+        self.run_status(run_id) or self._view(run_id)  # 404 for a run that does not exist
+        with self.lock:
+            rows = issues.run_trail(self.conn, run_id)
+        return [TrailEntry.model_validate(row) for row in rows]
 
     def issue_detail(self, issue_id: str) -> IssueDetail:
         """The issue and its audit trail (its runs' packets, receipts and STOP_HOOKs)."""

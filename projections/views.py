@@ -15,16 +15,17 @@ from controlroom.eventstore.store import EventStore
 from controlroom.projections.base import Projection, Projections
 from controlroom.projections.db import Db, PostgresDb
 from controlroom.projections.issues import IssuesProjection
-from controlroom.projections.plan_queries import PlanQueries
+from controlroom.projections.plan_queries import ConferenceQueries, PlanQueries
 from controlroom.projections.queries import Queries
 from controlroom.projections.runs import RunsProjection
 
 
 def all_projections() -> list[Projection]:
     """Every read model this release keeps, in the order they catch up."""
+    from controlroom.projections.conferences import ConferencesProjection
     from controlroom.projections.plans import PlansProjection
 
-    return [RunsProjection(), IssuesProjection(), PlansProjection()]
+    return [RunsProjection(), IssuesProjection(), PlansProjection(), ConferencesProjection()]
 
 
 class Views(Projections):
@@ -32,6 +33,7 @@ class Views(Projections):
         super().__init__(store, where, all_projections())
         self.query = Queries(self.conn, self.lock)
         self.plans = PlanQueries(self.conn, self.lock)
+        self.conferences = ConferenceQueries(self.conn, self.lock)
 
     @classmethod
     def for_store(cls, store: EventStore, workspace: Path | None = None) -> Views:

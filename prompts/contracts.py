@@ -106,6 +106,14 @@ class TaskReview(_Contract):
     notes: str
 
 
+class ToolChoice(_Contract):
+    """The Chief's next phase-1 tool call in a conference round, or none (`tool: null`)."""
+
+    tool: str | None
+    args: dict[str, Any]
+    reason: str
+
+
 #: Contracts a prompt registry names by id (`"contract": "continuity_report"`).
 BUNDLED: dict[str, type[BaseModel]] = {
     "continuity_report": ContinuityReport,
@@ -115,6 +123,7 @@ BUNDLED: dict[str, type[BaseModel]] = {
     "verdict": Verdict,
     "session_plan": SessionPlanProposal,
     "task_review": TaskReview,
+    "tool_choice": ToolChoice,
 }
 
 

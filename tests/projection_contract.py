@@ -71,6 +71,7 @@ class ProjectionsContract:
             ("runs", head, 0),
             ("issues", head, 0),
             ("plans", head, 0),
+            ("conferences", head, 0),
         ]
         assert [(r.run_id, r.status) for r in views.query.runs()] == [
             (first, "done"),
@@ -137,6 +138,6 @@ class ProjectionsContract:
             with Views(other, path) as views:  # the same views file, a shorter log
                 assert views.catch_up() == 0
                 assert views.query.runs() == []
-                assert [s.position for s in views.status()] == [0, 0, 0]
+                assert [s.position for s in views.status()] == [0] * len(views.names())
         finally:
             other.close()

@@ -150,6 +150,9 @@ def test_the_issue_lifecycle_and_reports_over_http(workspace: Path) -> None:
             == "open"
         )
         assert client.post("/api/issues/iss_nope/close", json={"reason": "x"}).status_code == 404
+        run_trail = client.get(f"/api/runs/{detail['run_id']}/trail").json()
+        assert [e["kind"] for e in run_trail] == [e["kind"] for e in detail["trail"]]
+        assert client.get("/api/runs/run_nope/trail").status_code == 404
 
 
 def test_structural_canon_writes_its_update_file_and_a_rerun_writes_nothing_new(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from controlroom.domain.packets import TaskPacket
 from controlroom.domain.plan import PlanStatus, TaskState
 from controlroom.domain.plan_errors import ChiefReplyError, PlanInputError, PlanStateError
 from controlroom.domain.plan_events import TaskFinished, TaskReviewed, TaskRunRequested
@@ -113,10 +114,17 @@ def test_an_ambiguous_scene_becomes_a_clarify_questionnaire(ctx: Context) -> Non
     assert "Write scene 3" in task.choices and len(task.choices) >= 3
     with pytest.raises(PlanInputError, match="choose 1 to"):
         service.answer(plan.id, 1, "99")
+    # Seed 001 PH-2: the questionnaire is a valid clarify packet; the answer, a task packet
+    # for the agent that acts first, whose parent is the questionnaire.
+    clarify = TaskPacket.model_validate(task.packet)
+    assert clarify.intent == "clarify" and clarify.choices == task.choices
     plan = service.answer(
         plan.id, 1, str(task.choices.index("Validate scene 3 against the outline") + 1)
     )
     assert plan.tasks[1].recipe_id == "analytical_scene_validate"
+    follow = TaskPacket.model_validate(plan.tasks[1].packet)
+    assert follow.intent == "check" and follow.parent_packet_id == clarify.packet_id
+    assert follow.target == plan.tasks[1].recipe["phase_b"][0]["agent_archetype"]
 
     missing = create(ctx, "Write scene 9")
     assert missing.tasks[1].recipe_id is None

@@ -61,6 +61,12 @@ def test_the_playbook_runs_end_to_end_with_a_packet_and_a_receipt_per_agent_call
     assert writer.actor.agent == "writer" and writer.actor.provider == "offline"
     assert writer.inputs_used == ["scene_plan", "item", "item_index", "previous_items"]
     assert [e.index for e in events if isinstance(e, ForEachItemCompleted)] == [0, 1, 2]
+    # The audit trail renders them in order, with actor, decision summary and artifacts.
+    shown = cli("show", run["run_id"], "--trail", "-w", ws)
+    assert shown.returncode == 0, shown.stderr
+    kinds = [line.split()[1] for line in shown.stdout.splitlines() if line[:1].isdigit()]
+    assert kinds.count("packet") == 8 and kinds.count("receipt") == 8
+    assert kinds.count("tool_receipt") == 3 and "writer (offline-deterministic-1)" in shown.stdout
 
 
 class Scripted:

@@ -120,3 +120,42 @@ def test_a_server_that_does_not_execute_streams_a_run_a_worker_executes(
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
         ctx.close()
+
+
+def test_a_plan_runs_on_postgresql_with_its_runs_left_to_a_worker(
+    workspace: Path, postgres_store_spec: str
+) -> None:
+    env = {**os.environ, "CONTROLROOM_STORE": postgres_store_spec}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CLI, *args, "-w", str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+
+    intent = "Validate scene 3 against the outline, then check consistency of scene 3"
+    plan_id = json.loads(cli("plan", "create", intent, "--json").stdout)["plan_id"]
+    assert cli("plan", "approve", plan_id).returncode == 0
+    assert cli("plan", "start", plan_id, "--queue").returncode == 0  # the policies queue runs
+    worker = subprocess.Popen(
+        [CLI, "worker", "-w", str(workspace), "--poll", "0.2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline:
+            plan = json.loads(cli("plan", "show", plan_id, "--json").stdout)
+            if plan["status"] in ("done", "failed"):
+                break
+            time.sleep(0.3)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=30)
+    assert plan["status"] == "done", plan
+    assert [t["state"] for t in plan["tasks"]] == ["done", "done"]

@@ -11,6 +11,7 @@ export function newRun(runId) {
     status: "pending",
     error: null,
     owner: null,
+    lease_expires_at: null,
     totalSteps: 0,
     createdAt: null,
     completedAt: null,
@@ -157,9 +158,11 @@ export function fold(run, message) {
       break;
     case "RunClaimed":
       run.owner = data.owner;
+      run.lease_expires_at = data.lease_expires_at;
       break;
     case "RunReleased":
       run.owner = null;
+      run.lease_expires_at = null;
       break;
     case "RunResumed":
       run.status = "running";

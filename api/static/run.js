@@ -88,6 +88,9 @@ export async function showRun(root, runId) {
     if (run.status === "running" || run.status === "pending") {
       actions.push(h("button", { type: "button", class: "danger", id: "cancel-run", onclick: cancel }, "Cancel run"));
     }
+    if (run.status === "running" && !heldByALiveLease()) {
+      actions.push(h("button", { type: "button", id: "resume-run", onclick: resume }, "Resume"));
+    }
     if (run.status === "failed" && canRetry) {
       actions.push(h("button", { type: "button", id: "retry-run", onclick: () => retry(null) }, "Retry from the failed step"));
     }
@@ -251,6 +254,22 @@ export async function showRun(root, runId) {
         ? h("ul", {}, found.map((i) => h("li", {}, badge(i.status), " ", h("a", { href: `#/issues/${encodeURIComponent(i.issue_id)}` }, i.title), h("span", { class: "muted" }, ` ${i.kind}`))))
         : h("p", { class: "muted" }, "None opened."),
     );
+  }
+
+  function heldByALiveLease() {
+    // A run this or another server executes renews its lease; one whose process died (or a
+    // CLI run, which holds no lease) shows the button, and the server decides.
+    return Boolean(run.owner && run.lease_expires_at && Date.parse(run.lease_expires_at) > Date.now());
+  }
+
+  async function resume() {
+    try {
+      await api(`${base}/resume`, { method: "POST" });
+      replace(message);
+      if (feed.stopped || run.ended) startFeed();
+    } catch (error) {
+      replace(message, errorBox(error));
+    }
   }
 
   async function cancel() {

@@ -1,0 +1,141 @@
+"""`controlroom conference "QUESTION"`: a conference round, its transcript printed live.
+
+    controlroom conference "Is Kael consistent with his card?" [--roles continuity,critic]
+        [--allow-tools file_locator,canon_checker] [--require-tool] [--json]
+    controlroom conference --list | --show ROUND_ID
+
+Exit codes: 0 the round closed (whatever the replies were), 1 it failed (a model or the
+tool policy), 64 bad input (an unknown tool, a role named twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from controlroom.domain.conference import ConferenceRound
+from controlroom.domain.errors import BadInputError
+from controlroom.engine.conference import ConferenceService, RoundRequest
+from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
+from controlroom.projections.conference_models import RoundDetail
+from controlroom.projections.views import Views
+
+DEFAULT_ROLES = "continuity,critic,planner,writer,editor"
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "conference",
+        parents=[common],
+        help="a conference round: tools gather evidence, every role interprets it",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("question", nargs="?", help="the user's message")
+    p.add_argument(
+        "--roles", default=DEFAULT_ROLES, help=f"comma-separated (default {DEFAULT_ROLES})"
+    )
+    p.add_argument("--allow-tools", default="", help="comma-separated; default: every tool")
+    p.add_argument("--require-tool", action="store_true", help="the Chief must call a tool")
+    p.add_argument("--list", action="store_true", help="every round so far")
+    p.add_argument("--show", metavar="ROUND_ID", help="one round's transcript")
+    return p
+
+
+def run_conference(ctx: Context, ns: argparse.Namespace) -> int:
+    if ns.list:
+        return _list(ctx, ns)
+    if ns.show:
+        return _show(ctx, ns.show, ns)
+    if not ns.question or not ns.question.strip():
+        raise BadInputError('give the question: controlroom conference "QUESTION"')
+    request = RoundRequest(
+        question=ns.question,
+        roles=_names(ns.roles, "--roles"),
+        allowed_tools=_names(ns.allow_tools, "--allow-tools", empty_ok=True),
+        require_tool=ns.require_tool,
+    )
+    printer = None if ns.json else _Printer()
+    conference = asyncio.run(ConferenceService(ctx, printer).run(request))
+    return _show(ctx, conference.id, ns, live=printer is not None)
+
+
+def _names(raw: str, flag: str, *, empty_ok: bool = False) -> list[str]:
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names and not empty_ok:
+        raise BadInputError(f"{flag} names nothing")
+    if len(set(names)) != len(names):
+        raise BadInputError(f"{flag} names one twice")
+    return names
+
+
+class _Printer:
+    """Live lines on stderr as the round is recorded."""
+
+    def __init__(self) -> None:
+        self.receipts = 0
+        self.refused = 0
+
+    def __call__(self, conference: ConferenceRound) -> None:
+        for receipt in list(conference.receipts.values())[self.receipts :]:
+            first = receipt.summary.splitlines()[0] if receipt.summary else ""
+            print(f"  ✓ {receipt.tool} {receipt.receipt_id}: {first[:100]}", file=sys.stderr)
+        for refused in conference.refused[self.refused :]:
+            print(f"  ✘ {refused.tool} refused: {refused.reason}", file=sys.stderr)
+        self.receipts, self.refused = len(conference.receipts), len(conference.refused)
+        if (
+            conference.evidence is not None
+            and conference.status == "open"
+            and not conference.replies
+        ):
+            print(f"  … {len(conference.roles)} role(s) interpreting at once", file=sys.stderr)
+
+
+def _show(ctx: Context, round_id: str, ns: argparse.Namespace, *, live: bool = False) -> int:
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()  # the close policy files the transcript issue
+    with views:
+        detail = views.conferences.round(round_id)
+    if ns.json:
+        print(detail.model_dump_json(indent=2))
+    else:
+        _print(detail)
+    return 1 if detail.status == "failed" else 0
+
+
+def _print(detail: RoundDetail) -> None:
+    print(f"conference {detail.round_id} ({detail.status}): {detail.question}")
+    for reply in detail.replies:
+        mark = {"accepted": "✔", "abstained": "–", "rejected": "✘"}.get(reply.status, "?")
+        micro = f" [{', '.join(c.micro_step for c in reply.calls)}]" if len(reply.calls) > 1 else ""
+        print(f"  {mark} {reply.role} {reply.status}{micro}")
+        for line in (reply.text or "").splitlines():
+            print(f"      {line}")
+        if reply.reason:
+            print(f"      rejected: {reply.reason}")
+    if detail.error:
+        print(f"failed: {detail.error}")
+    if detail.issue_id:
+        issue = detail.issue_id
+        print(f"transcript saved as issue {issue}: controlroom issues show {issue}")
+
+
+def _list(ctx: Context, ns: argparse.Namespace) -> int:
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()
+    with views:
+        rounds = views.conferences.rounds()
+    if ns.json:
+        print("[" + ",".join(r.model_dump_json() for r in rounds) + "]")
+        return 0
+    if not rounds:
+        print('no conference rounds (start one: controlroom conference "QUESTION")')
+    for r in rounds:
+        print(
+            f"{r.round_id}  {r.status:<9} {r.accepted} accepted, {r.abstained} abstained, "
+            f"{r.rejected} rejected  {r.question}"
+        )
+    return 0
