@@ -386,6 +386,8 @@ def cmd_projections(ns: argparse.Namespace) -> int:
         elif ns.name:
             raise BadInputError("projections status takes no name")
         statuses = views.status()
+    if ns.action == "status":
+        statuses.extend(_analytics_status(ctx))
     if ns.json:
         _emit_json([s.model_dump(mode="json") for s in statuses])
     elif ns.action == "rebuild":
@@ -398,6 +400,17 @@ def cmd_projections(ns: argparse.Namespace) -> int:
         for s in statuses:
             print(f"{s.name:<12} {s.position:>9} {s.head:>9} {s.lag:>9}")
     return EXIT_DONE
+
+
+def _analytics_status(ctx: Context) -> list[Any]:
+    """The DuckDB analytics projection beside the others, once it exists (it is created
+    by the first `controlroom analytics` or a server; never made here just to be listed)."""
+    from controlroom.projections.analytics import AnalyticsProjection, analytics_path
+
+    if not analytics_path(ctx.workspace.root).exists():
+        return []
+    with AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root) as analytics:
+        return [analytics.status()]
 
 
 def cmd_analytics(ns: argparse.Namespace) -> int:

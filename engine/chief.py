@@ -189,24 +189,32 @@ class Chief:
         decision = route(task.description, self.ctx.catalog.recipes())
         numbers = _scene_numbers(task.description)
         if not decision.routable or decision.recipe_id is None:
+            unit = "chapter" if re.search(r"\bchapters?\b", task.description, re.I) else "scene"
+            known = set(scenes.drafted) | set(scenes.outlined) | planned
+            exists = bool(numbers) and (not known or numbers[0] in known)
             choices = [
                 choice
-                for n in numbers[:1]
-                for choice in (a.format(n=n) for a in SCENE_ACTIONS)
+                for n in (numbers[:1] if exists else [])
+                for choice in (a.format(n=n).replace("scene", unit) for a in SCENE_ACTIONS)
                 if route(choice, self.ctx.catalog.recipes()).routable
             ]
+            if numbers and not exists:
+                listed = ", ".join(map(str, sorted(known)))
+                asked = (
+                    f"There is no {unit} {numbers[0]} in this workspace ({unit}s: {listed}): "
+                    f"which {unit}, and what should be done with it?"
+                )
+            elif numbers:
+                asked = f"What should be done with {unit} {numbers[0]}?"
+            else:
+                asked = "What exactly should this task do, and on which scenes?"
             return task.model_copy(
                 update={
                     "recipe_id": None,
                     "recipe": None,
                     "args": {},
                     "routing_reason": decision.reason,
-                    "scoping_question": str(question or "")
-                    or (
-                        f"What should be done with scene {numbers[0]}?"
-                        if numbers
-                        else "What exactly should this task do, and on which scenes?"
-                    ),
+                    "scoping_question": str(question or "") or asked,
                     "choices": choices,
                 }
             )

@@ -38,8 +38,8 @@ def conference_tools(task: str, inputs: Inputs) -> str:
                 survey = json.loads(found.group(1))
             except ValueError:  # cut at the shown length: take the paths another way
                 survey = {}
-        canon = survey.get("canon") or re.findall(r'"(Compendium/[^"]+\.md)"', so_far)
-        scenes = survey.get("scenes") or re.findall(r'"(Story/Scenes/[^"]+\.md)"', so_far)
+        canon = survey.get("canon") or _listed("canon", so_far)
+        scenes = survey.get("scenes") or _listed("scenes", so_far)
         canon, scenes = list(dict.fromkeys(canon)), list(dict.fromkeys(scenes))
         if canon and scenes:
             choice = {
@@ -50,6 +50,18 @@ def conference_tools(task: str, inputs: Inputs) -> str:
     elif not called and allowed:
         choice = {"tool": allowed[0], "args": {}, "reason": "the round requires a tool"}
     return json.dumps(choice)
+
+
+def _listed(key: str, text: str) -> list[str]:
+    """A list of paths from a survey's JSON, even when the JSON shown was cut short."""
+    found = re.search(rf'"{key}":\s*(\[[^\]]*\])', text)
+    if not found:
+        return []
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, str)]
 
 
 def _grounds(evidence: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, str]]]:

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 5
+LAYOUT: Final = 6
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -267,8 +267,27 @@ VIEWS: Final = (
         coalesce(c.tasks, 0) AS tasks, coalesce(c.done, 0) AS done,
         coalesce(c.failed, 0) AS failed, f.force_starts
     FROM folded f LEFT JOIN counts c USING (plan_id)""",
+    # Conference rounds, from their events as stored: each round with its evidence and the
+    # fate of its replies (the grounding rate, per round).
+    """CREATE OR REPLACE VIEW conference_rounds AS
+    SELECT aggregate_id AS round_id,
+        any_value(payload->>'$.question') FILTER (WHERE event_type = 'RoundOpened') AS question,
+        min(timestamp) FILTER (WHERE event_type = 'RoundOpened') AS opened_at,
+        CASE WHEN count(*) FILTER (WHERE event_type = 'RoundClosed') > 0 THEN 'closed'
+            WHEN count(*) FILTER (WHERE event_type = 'RoundFailed') > 0 THEN 'failed'
+            WHEN count(*) FILTER (WHERE event_type = 'RepliesCollected') > 0 THEN 'collected'
+            ELSE 'open' END AS status,
+        count(*) FILTER (WHERE event_type = 'EvidenceReceipt') AS receipts,
+        count(*) FILTER (WHERE event_type = 'ToolCallRefused') AS refused_calls,
+        count(*) FILTER (WHERE event_type = 'AgentCallRecorded') AS agent_calls,
+        count(*) FILTER (WHERE event_type = 'ReplyAccepted'
+            AND NOT CAST(payload->>'$.abstained' AS BOOLEAN)) AS accepted,
+        count(*) FILTER (WHERE event_type = 'ReplyAccepted'
+            AND CAST(payload->>'$.abstained' AS BOOLEAN)) AS abstained,
+        count(*) FILTER (WHERE event_type = 'ReplyRejected') AS rejected
+    FROM events WHERE aggregate_type = 'round' GROUP BY aggregate_id""",
 )
-VIEW_NAMES: Final = ("runs", "steps", "issues", "plans", "plan_tasks")
+VIEW_NAMES: Final = ("runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds")
 
 # -- loading one batch ---------------------------------------------------------------------
 # Every table is loaded from the staged batch; each but `events` from the rows of its event

@@ -177,6 +177,11 @@ def test_a_round_from_the_cli(workspace: Path) -> None:
     assert bad.returncode == 64 and "unknown tool(s) in --allow-tools: nope" in bad.stderr
     listed = json.loads(cli("conference", "--list", "-w", ws, "--json").stdout)
     assert len(listed) == 1 and listed[0]["accepted"] == 2
+    rows = json.loads(
+        cli("analytics", "SELECT status, receipts, accepted FROM conference_rounds", "-w", ws,
+            "--json").stdout
+    )  # fmt: skip
+    assert rows["rows"] == [["closed", 2, 2]]
 
 
 def test_a_round_over_http_with_its_live_feed(workspace: Path) -> None:

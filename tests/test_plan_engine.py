@@ -126,6 +126,12 @@ def test_an_ambiguous_scene_becomes_a_clarify_questionnaire(ctx: Context) -> Non
     assert follow.intent == "check" and follow.parent_packet_id == clarify.packet_id
     assert follow.target == plan.tasks[1].recipe["phase_b"][0]["agent_archetype"]
 
+    nowhere = create(ctx, "let's do scene 40").tasks[1]
+    assert nowhere.choices == [] and nowhere.packet is None
+    assert "There is no scene 40 in this workspace (scenes: 1, 2, 3, 4)" in (
+        nowhere.scoping_question or ""
+    )
+
     missing = create(ctx, "Write scene 9")
     assert missing.tasks[1].recipe_id is None
     assert "no scene 9" in (missing.tasks[1].scoping_question or "")

@@ -351,3 +351,16 @@ def test_every_response_with_a_known_shape_has_a_schema_from_the_view_models() -
     }
     assert set(schemas["RunDetail"]["properties"]) >= APPENDIX_D_KEYS
     assert "damaged" in schemas["RunSummary"]["properties"]["status"]["enum"]
+
+
+def test_projections_status_lists_the_analytics_projection_once_it_exists(
+    workspace: Path,
+) -> None:
+    ws = str(workspace)
+    record_runs(workspace, "prose review")
+    names = [s["name"] for s in json.loads(cli("projections", "status", "-w", ws, "--json").stdout)]
+    assert "analytics" not in names  # never created just to be listed
+    assert cli("analytics", "SELECT count(*) FROM events", "-w", ws).returncode == 0
+    listed = json.loads(cli("projections", "status", "-w", ws, "--json").stdout)
+    (analytics,) = [s for s in listed if s["name"] == "analytics"]
+    assert analytics["lag"] == 0 and analytics["position"] == analytics["head"]

@@ -5,6 +5,7 @@ import { errorBox, h, replace } from "./dom.js";
 import { showDiff } from "./diff.js";
 import { showIssue, showIssues } from "./issues.js";
 import { showPlan, showPlans } from "./plans.js";
+import { showConference, showConferences } from "./conferences.js";
 import { showRun } from "./run.js";
 import { showRuns } from "./runs.js";
 
@@ -20,6 +21,8 @@ const ROUTES = [
   [/^#\/issues$/, () => showIssues],
   [/^#\/issues\/([^/]+)$/, (m) => (node) => showIssue(node, decodeURIComponent(m[1]))],
   [/^#\/plans$/, () => showPlans],
+  [/^#\/conferences$/, () => showConferences],
+  [/^#\/conferences\/([^/]+)$/, (m) => (node) => showConference(node, decodeURIComponent(m[1]))],
   [/^#\/plans\/([^/]+)$/, (m) => (node) => showPlan(node, decodeURIComponent(m[1]))],
 ];
 
@@ -28,7 +31,7 @@ function route() {
   current = null;
   const hash = location.hash || "#/";
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const section = hash.startsWith("#/issues") ? "issues" : hash.startsWith("#/plans") ? "plans" : "runs";
+    const section = ["issues", "plans", "conferences"].find((s) => hash.startsWith(`#/${s}`)) || "runs";
     link.classList.toggle("active", link.dataset.nav === section);
   }
   const ticket = ++navigations;
