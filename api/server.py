@@ -63,7 +63,10 @@ class Server:
         self.hub = await asyncio.to_thread(EventHub, self.ctx.store, self.notifier)
         self.hub.start()
         self.executor = Executor(
-            self.ctx, max_concurrent=self.max_concurrent_runs, on_partial=self.hub.publish_partial
+            self.ctx,
+            max_concurrent=self.max_concurrent_runs,
+            on_partial=self.hub.publish_partial,
+            start_new_runs=True,
         )
         await asyncio.to_thread(self.followers.catch_up)
         unfinished = [row.run_id for row in self.views.query.runs(status="running")]

@@ -35,11 +35,15 @@ class Executor:
         max_concurrent: int = 64,
         on_partial: PartialHook | None = None,
         offload: bool = True,
+        start_new_runs: bool = False,
     ) -> None:
         self.ctx = ctx
         self.service = RunService(ctx)
         self.on_partial = on_partial
         self.offload = offload
+        #: Also begin runs a policy starts (a plan's tasks): the server does; a worker claims
+        #: them by polling, like any queued run.
+        self.start_new_runs = start_new_runs
         self.owner = process_owner()
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(max(1, max_concurrent))
@@ -106,7 +110,8 @@ class Executor:
         delivered = {
             item.event.originator_id
             for item in committed
-            if isinstance(item.event, StepCompleted | RunStarted)
+            if isinstance(item.event, StepCompleted)
+            or (self.start_new_runs and isinstance(item.event, RunStarted))
         }
         for run_id in delivered:
             self._loop.call_soon_threadsafe(self.spawn, run_id)
