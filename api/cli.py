@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -1140,6 +1141,8 @@ def _main(argv: list[str] | None) -> int:
         fault = store_fault(exc)  # disk full, read-only, locked: words, not a traceback
         if fault is None:
             raise
+        if os.environ.get("CONTROLROOM_DEBUG"):  # the operator asked for the whole story
+            traceback.print_exc()
         print(f"controlroom: error: {fault}", file=sys.stderr)
         return EXIT_STORE_FAULT
     return code

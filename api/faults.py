@@ -69,7 +69,8 @@ def store_fault(exc: BaseException) -> StoreFault | None:
             "the store is locked by another process for too long",
             f"try again shortly; {_RESUME}",
         )
-    if any(type(e).__module__.startswith("psycopg") for e in chain):
+    postgres = [e for e in chain if type(e).__module__.startswith(("psycopg", "psycopg_pool"))]
+    if any(_is_connection_failure(e) for e in postgres):
         return StoreFault("unavailable", "the store's database cannot be reached", _RESUME)
     if "disk i/o error" in text or errno.EIO in codes:
         return StoreFault(
@@ -79,3 +80,11 @@ def store_fault(exc: BaseException) -> StoreFault | None:
         )
     reason = " ".join(str(exc).split())[:200]
     return StoreFault("io_error", f"the store failed: {reason}", _RESUME)
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """psycopg's OperationalError (and the pool's timeouts) mean the server could not be
+    reached or went away; any other error of the driver (a constraint, a race between
+    statements) is the store failing, said in its own words, not an outage."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"OperationalError", "PoolTimeout", "TooManyRequests"})

@@ -49,7 +49,7 @@ from controlroom.engine.executor import Executor  # noqa: E402
 from controlroom.engine.service import RunRequest, RunService  # noqa: E402
 from controlroom.engine.settings import Settings  # noqa: E402
 from controlroom.eventstore.config import store_env  # noqa: E402
-from controlroom.eventstore.postgres import ensure_schema  # noqa: E402
+from controlroom.eventstore.postgres import prepared_schema  # noqa: E402
 from controlroom.projections.views import Views  # noqa: E402
 from controlroom.tools.base import ToolArgs, ToolRegistry, ToolResult  # noqa: E402
 from controlroom.tools.workspace import Workspace  # noqa: E402
@@ -132,8 +132,8 @@ def per_step(
         ctx = open_ctx(workspace, spec)
         service = RunService(ctx)
         raw_env = dict(store_env(workspace, raw_spec))
-        ensure_schema(raw_env)
-        raw_app = Application[object](env=raw_env)
+        with prepared_schema(raw_env):
+            raw_app = Application[object](env=raw_env)
 
         async def ours_round() -> float:
             started = time.perf_counter()

@@ -7,7 +7,10 @@ here into the library's settings; its password never appears in a message.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from controlroom.domain.errors import StoreConfigError
@@ -73,15 +76,35 @@ def postgres_env(dsn: str) -> dict[str, str]:
     return env
 
 
-def ensure_schema(env: dict[str, str]) -> None:
-    """Create the DSN's schema when it names one (the library creates tables, not schemas)."""
-    schema = env.get("POSTGRES_SCHEMA")
-    if not schema:
+@contextmanager
+def prepared_schema(env: dict[str, str]) -> Iterator[None]:
+    """Hold a lock while the DSN's schema is created when it names one (the library creates
+    tables, not schemas) and while the caller creates its tables on first use.
+
+    PostgreSQL's `CREATE TABLE IF NOT EXISTS` and `CREATE INDEX IF NOT EXISTS` are not safe
+    against each other: two processes opening a new store at the same instant (a worker and
+    a CLI command) can fail with "tuple concurrently updated" or a duplicate `pg_type` key.
+    A session advisory lock, keyed by database and schema, lets one set up at a time; once
+    the tables exist the others find them and go on.
+    """
+    if env.get("PERSISTENCE_MODULE") != "eventsourcing.postgres":
+        yield  # SQLite and memory stores need no such lock (see `EventStore._open`)
         return
     import psycopg
 
+    schema = env.get("POSTGRES_SCHEMA") or "public"
+    name = f"controlroom.store:{env['POSTGRES_DBNAME']}:{schema}"
+    key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
     with psycopg.connect(conninfo(env), autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        # The lock comes first: `CREATE SCHEMA IF NOT EXISTS` races like the tables do
+        # (a duplicate `pg_namespace` key, "schema ... already exists").
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            if env.get("POSTGRES_SCHEMA"):
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 def conninfo(env: dict[str, str]) -> str:

@@ -13,7 +13,8 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -34,9 +35,11 @@ from controlroom.domain.errors import StoreUnavailableError
 from controlroom.domain.events import DomainEvent
 from controlroom.eventstore.config import max_event_bytes, store_env
 from controlroom.eventstore.mapper import PydanticMapper
-from controlroom.eventstore.postgres import ensure_schema
+from controlroom.eventstore.postgres import prepared_schema
 
 A = TypeVar("A", bound=Aggregate)
+#: A stored record as it is: (position, aggregate id, version, topic, stored state).
+RawRecord = tuple[int, str, int, str, bytes]
 logger = logging.getLogger(__name__)
 #: Test-only fault injection: the process kills itself (SIGKILL) right after its Nth durable
 #: commit, so tests can stop it between any two commits. Unset in normal use.
@@ -104,9 +107,8 @@ class EventStore(Application[str]):
     ) -> None:
         self._max_event_bytes = max_event_bytes
         try:
-            if env and env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
-                ensure_schema(env)
-            self._open(env)
+            with prepared_schema(env or {}):
+                self._open(env)
         except (OperationalError, InterfaceError) as exc:
             raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
         except Exception as exc:
@@ -270,6 +272,51 @@ class EventStore(Application[str]):
                 return
             cursor = notes[-1].id
 
+    @contextmanager
+    def raw_reader(self) -> Iterator[Callable[[int, int, int], list[RawRecord]]]:
+        """A bulk reader of stored records as they are: `read(after, stop, limit)` gives
+        (position, aggregate id, version, topic, stored state) after `after` up to `stop`,
+        oldest first. For readers that take the records apart themselves (the analytics
+        projection hands them to DuckDB): on SQLite it selects rows straight from the log's
+        table on a read-only connection of its own, with no object per record; elsewhere it
+        goes through the recorder."""
+        table = getattr(self.recorder, "events_table_name", "stored_events")
+        path = self.env.get("SQLITE_DBNAME", "")
+        if (
+            not path
+            or path.startswith(":memory:")
+            or "mode=memory" in path
+            or not table.isidentifier()
+        ):
+
+            def through_recorder(after: int, stop: int, limit: int) -> list[RawRecord]:
+                notes = self.recorder.select_notifications(
+                    start=after, limit=limit, stop=stop, inclusive_of_start=False
+                )
+                return [
+                    (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+                    for n in notes
+                ]
+
+            yield through_recorder
+            return
+        conn = sqlite3.connect(
+            Path(path).resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False
+        )
+        query = (
+            f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
+            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?"
+        )
+        try:
+
+            def from_table(after: int, stop: int, limit: int) -> list[RawRecord]:
+                rows: list[RawRecord] = conn.execute(query, (after, stop, limit)).fetchall()
+                return rows
+
+            yield from_table
+        finally:
+            conn.close()
+
     def location(self) -> str:
         """Where the log lives, for people: a file, a database (no password), or memory."""
         if "SQLITE_DBNAME" in self.env:
@@ -288,4 +335,12 @@ class EventStore(Application[str]):
         return self.process_recorder.max_tracking_id(name) or 0
 
 
-__all__ = ["CommitObserver", "Damaged", "EventStore", "IntegrityError", "Positioned", "Tracking"]
+__all__ = [
+    "CommitObserver",
+    "Damaged",
+    "EventStore",
+    "IntegrityError",
+    "Positioned",
+    "RawRecord",
+    "Tracking",
+]

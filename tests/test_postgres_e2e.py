@@ -120,3 +120,72 @@ def test_a_server_that_does_not_execute_streams_a_run_a_worker_executes(
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
         ctx.close()
+
+
+def test_a_plan_runs_on_postgresql_with_its_runs_left_to_a_worker(
+    workspace: Path, postgres_store_spec: str
+) -> None:
+    env = {**os.environ, "CONTROLROOM_STORE": postgres_store_spec}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CLI, *args, "-w", str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+
+    intent = "Validate scene 3 against the outline, then check consistency of scene 3"
+    plan_id = json.loads(cli("plan", "create", intent, "--json").stdout)["plan_id"]
+    assert cli("plan", "approve", plan_id).returncode == 0
+    assert cli("plan", "start", plan_id, "--queue").returncode == 0  # the policies queue runs
+    worker = subprocess.Popen(
+        [CLI, "worker", "-w", str(workspace), "--poll", "0.2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            shown = cli("plan", "show", plan_id, "--json")
+            if shown.returncode == 74:  # the store was busy (documented: try again)
+                time.sleep(0.3)
+                continue
+            assert shown.returncode == 0, shown.stderr
+            plan = json.loads(shown.stdout)
+            if plan["status"] in ("done", "failed"):
+                break
+            time.sleep(0.3)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=30)
+    assert plan["status"] == "done", [
+        (t["task_id"], t["state"], t["run_id"], t["run_status"]) for t in plan["tasks"]
+    ]
+    assert [t["state"] for t in plan["tasks"]] == ["done", "done"]
+
+
+def test_processes_opening_a_new_store_at_the_same_instant_all_succeed(
+    workspace: Path, postgres_store_spec: str
+) -> None:
+    # PostgreSQL's CREATE ... IF NOT EXISTS statements race each other ("tuple concurrently
+    # updated"): a worker and a CLI command starting together once killed the worker.
+    env = {**os.environ, "CONTROLROOM_STORE": postgres_store_spec}
+    procs = [
+        subprocess.Popen(
+            [CLI, "runs", "--json", "-w", str(workspace)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    results = [(p.wait(timeout=60), p.stderr.read() if p.stderr else "") for p in procs]
+    for proc in procs:
+        if proc.stderr:
+            proc.stderr.close()
+    assert all(code == 0 for code, _ in results), results
