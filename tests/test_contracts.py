@@ -89,7 +89,7 @@ def test_the_role_is_the_system_prompt_and_the_task_the_user_message() -> None:
     rendered = registry.render(
         "check_continuity", "t3", "Draft scene 4", {"edited_draft": "D", "canon_context": "C"}
     )
-    assert rendered.system.startswith("You are the Continuity.")
+    assert rendered.system.startswith("You are the Continuity checker")
     assert "## Output contract" in rendered.system and '"facts_checked"' in rendered.system
     assert "Draft scene 4" not in rendered.system and "You are" not in rendered.user
     assert rendered.user.startswith("## Task\nDraft scene 4")

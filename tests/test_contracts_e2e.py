@@ -221,7 +221,7 @@ def test_the_cli_shows_the_exact_request_and_retries_a_stopped_run(workspace: Pa
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout)["body"] == script.requests[2]["body"]
         text = cli(workspace, "show", run_id, "--request", "continuity").stdout
-        assert "--- system ---\nYou are the Continuity." in text and "--- user ---" in text
+        assert "--- system ---\nYou are the Continuity checker" in text and "--- user ---" in text
         bad = cli(workspace, "retry", run_id, "--from", "critique")
         assert bad.returncode == 64 and "comes after the step" in bad.stderr
         retried = cli(workspace, "retry", run_id, "-q", "--json")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,69 @@ def test_every_prompt_type_of_the_bundled_recipes_has_a_template() -> None:
 def test_tiers_fall_back_to_the_closest_variant() -> None:
     registry = PromptRegistry.for_workspace(None)
     assert registry.variant_for("refine_brief", "t5")[0] == "t5"
-    assert registry.variant_for("draft_scene", "t1")[0] == "t3"  # no t1: closest is t3
-    assert registry.variant_for("polish_draft", "t5")[0] == "t3"  # no t5: t3
-    assert registry.variant_for("check_continuity", "t5")[0] == "t3"
+    # The conference's prompt types exist for one tier each: the others fall back.
+    assert registry.variant_for("conference_interpret", "t1")[0] == "t3"  # no t1: t3
+    assert registry.variant_for("conference_interpret", "t5")[0] == "t3"  # no t5: t3
+    assert registry.variant_for("conference_synthesis", "t3")[0] == "t5"  # t3, t1 missing
+    assert registry.variant_for("conference_triage", "t5")[0] == "t1"
     with pytest.raises(PromptError, match="unknown tier"):
         registry.variant_for("draft_scene", "t9")
+
+
+#: Prompt types made for one tier's decomposition (a T1 micro-call, the T3 interpretation,
+#: the T5 synthesis of a conference): a variant for another tier would never be used.
+TIER_SPECIFIC = {
+    "conference_interpret": "t3",
+    "conference_synthesis": "t5",
+    "conference_triage": "t1",
+    "conference_finding": "t1",
+    "conference_evidence": "t1",
+    "step_triage": "t1",
+    "step_evidence": "t1",
+}
+#: Appendix F's guideline is about 200, 500 and 800 words; these bounds catch a stub or a
+#: variant that is really another tier's.
+WORDS = {"t1": (110, 320), "t3": (300, 700), "t5": (450, 1050)}
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_\-]*)\s*\}\}")
+
+
+def test_every_prompt_type_has_t1_t3_and_t5_variants_of_their_tiers_length() -> None:
+    registry = PromptRegistry.for_workspace(None)
+    for prompt_type in registry.prompt_types():
+        variants = registry.entries[prompt_type].variants
+        if prompt_type in TIER_SPECIFIC:
+            assert list(variants) == [TIER_SPECIFIC[prompt_type]], prompt_type
+            continue
+        assert sorted(variants) == ["t1", "t3", "t5"], prompt_type
+        counts = {}
+        placeholders = {}
+        for tier in ("t1", "t3", "t5"):
+            variant, path = registry.variant_for(prompt_type, tier)
+            assert variant == tier
+            text = path.read_text(encoding="utf-8")
+            counts[tier] = len(text.split())
+            low, high = WORDS[tier]
+            assert low <= counts[tier] <= high, (path.name, counts[tier])
+            placeholders[tier] = set(PLACEHOLDER.findall(text))
+        assert counts["t1"] < counts["t3"] < counts["t5"], (prompt_type, counts)
+        # The tier changes how the step is asked, never what it is given.
+        assert placeholders["t1"] == placeholders["t3"] == placeholders["t5"], prompt_type
+
+
+@pytest.mark.parametrize("tier", ["t1", "t3", "t5"])
+def test_every_recipe_agent_step_renders_at_every_tier(tier: str) -> None:
+    registry = PromptRegistry.for_workspace(None)
+    catalog = RecipeCatalog.load(None, ToolRegistry.default().names(), registry.prompt_types())
+    for recipe in catalog.recipes():
+        for step in recipe.phase_b:
+            if not isinstance(step, AgentStep):
+                continue
+            # A loop's item and a packet are inputs the engine adds to the step's own.
+            extra = ["item", "item_index", "previous_items", "task_packet"]
+            slots = {name: f"<{name}>" for name in [*step.input_slots, *extra]}
+            rendered = registry.render(step.prompt_type, tier, "the task", slots)
+            assert rendered.variant == tier
+            assert "{{" not in rendered.text, (recipe.recipe_id, step.step_id, tier)
 
 
 def test_slots_and_task_are_injected_and_unplaced_slots_are_appended() -> None:
