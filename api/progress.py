@@ -9,6 +9,7 @@ from typing import TextIO
 
 from controlroom.domain.issue import IssueOpened
 from controlroom.domain.run_events import (
+    AgentMicroStepResponded,
     DodChecked,
     RunCancelled,
     RunCompleted,
@@ -58,6 +59,11 @@ class ProgressPrinter:
                 f"  [{e.step_index + 1}/{self.total}] phase {e.phase.upper()} · "
                 f"{e.step_id} ({what}) …"
             )
+        elif isinstance(e, AgentMicroStepResponded):
+            # A T1 agent's triage and evidence calls, each a decision worth seeing.
+            line = " ".join(e.output.split())[:90]
+            checked = "" if e.verified is not False else f" (unverified: {e.problem})"
+            self._say(f"      · {e.micro_step}: {line}{checked}")
         elif isinstance(e, StepCompleted):
             began = self.started.get(e.step_id)
             took = f" {(e.timestamp - began).total_seconds() * 1000:.0f} ms" if began else ""

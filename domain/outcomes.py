@@ -16,6 +16,7 @@ from pydantic import JsonValue
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.run_events import (
+    AgentMicroStepResponded,
     AgentResponded,
     FileWritten,
     ModelRequestRecorded,
@@ -97,6 +98,52 @@ class RecordedRequest:
 
 
 @dataclass(frozen=True)
+class MicroStep:
+    """One micro-call of a T1 agent around its finding: `triage` or `evidence`."""
+
+    name: str
+    prompt_type: str
+    prompt_variant: str
+    prompt_hash: str
+    output: str
+    usage: TokenUsage
+    latency_ms: float
+    attempts: int
+    cost_usd: float | None
+    request: RecordedRequest | None
+    decision: str | None = None
+    verified: bool | None = None
+    problem: str | None = None
+
+    def events(self, step: AgentStep, instance_id: str, outcome: AgentOutcome) -> list[EventSpec]:
+        recorded = [self.request.event()] if self.request is not None else []
+        fields = {
+            "step_id": step.step_id,
+            "instance_id": instance_id,
+            "micro_step": self.name,
+            "agent_archetype": step.agent_archetype,
+            "agent_id": outcome.agent_id,
+            "tier": outcome.tier,
+            "provider": outcome.provider,
+            "model": outcome.model,
+            "prompt_type": self.prompt_type,
+            "prompt_variant": self.prompt_variant,
+            "prompt_hash": self.prompt_hash,
+            "output": self.output,
+            "output_sha256": sha256_text(self.output),
+            "usage": self.usage,
+            "latency_ms": self.latency_ms,
+            "attempts": self.attempts,
+            "cost_usd": self.cost_usd,
+            "request_ref": self.request.ref if self.request is not None else None,
+            "decision": self.decision,
+            "verified": self.verified,
+            "problem": self.problem,
+        }
+        return [*recorded, (AgentMicroStepResponded, fields)]
+
+
+@dataclass(frozen=True)
 class AgentOutcome(StepOutcome):
     """What an agent answered, with everything needed to audit the call."""
 
@@ -117,6 +164,16 @@ class AgentOutcome(StepOutcome):
     request: RecordedRequest | None = None
     contract: str | None = None
     raw_output: str | None = None
+    #: A T1 agent's triage and evidence calls (tier-sized steps); empty for T3 and T5.
+    micro_steps: tuple[MicroStep, ...] = ()
+
+    def micro_events(self, step: AgentStep, instance_id: str, name: str) -> list[EventSpec]:
+        return [
+            event
+            for micro in self.micro_steps
+            if micro.name == name
+            for event in micro.events(step, instance_id, self)
+        ]
 
     def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
         assert isinstance(step, AgentStep)
@@ -143,6 +200,8 @@ class AgentOutcome(StepOutcome):
             "contract": self.contract,
             "raw_output": self.raw_output,
         }
+        if self.micro_steps:
+            responded["micro_step"] = "finding"
         slot = {
             "slot": step.output_slot,
             "kind": "artifact",
@@ -151,7 +210,14 @@ class AgentOutcome(StepOutcome):
             "sha256": self.output_sha256,
             "summary": self.summary,
         }
-        return [*recorded, (AgentResponded, responded), (SlotWritten, slot)]
+        # The instance id is the run's to know; a micro step's event reads it as the step id.
+        return [
+            *self.micro_events(step, "", "triage"),
+            *recorded,
+            (AgentResponded, responded),
+            *self.micro_events(step, "", "evidence"),
+            (SlotWritten, slot),
+        ]
 
     def preview_source(self) -> str:
         return self.output

@@ -29,6 +29,7 @@ from controlroom.domain.packet_steps import ForEachItemCompleted
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.refs import task_context
 from controlroom.domain.run_events import (
+    AgentMicroStepResponded,
     AgentReplyRejected,
     DodChecked,
     DodResult,
@@ -467,6 +468,8 @@ class Run(Aggregate):
         for event_class, fields in outcome.events(current.step, self.session_id):
             if event_class is ModelRequestRecorded and fields["ref"] in self.request_refs:
                 continue
+            if event_class is AgentMicroStepResponded and not fields["instance_id"]:
+                fields = {**fields, "instance_id": current.instance_id}
             self._trigger(event_class, at, **fields)
         step = current.step
         self._trigger(

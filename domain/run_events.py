@@ -118,6 +118,40 @@ class AgentResponded(DomainEvent):
     contract: str | None = None
     #: The reply as received, when it differs from `output` (fenced, after a preamble).
     raw_output: str | None = None
+    #: `finding` when a T1 agent's step ran as micro-calls (triage, finding, evidence).
+    micro_step: str | None = None
+
+
+class AgentMicroStepResponded(DomainEvent):
+    """One micro-call of a T1 agent's step (seed 000, "Tier-Based Step Sizing"): `triage`
+    before the step's own call, `evidence` after it. The middle call, the finding, is the
+    step's `AgentResponded` (its `micro_step` says so) and its output is the slot's text."""
+
+    type_name: ClassVar[str] = "AgentMicroStepResponded"
+
+    step_id: str
+    instance_id: str = ""
+    micro_step: Literal["triage", "evidence"]
+    agent_archetype: str
+    agent_id: str
+    tier: str
+    provider: str
+    model: str
+    prompt_type: str
+    prompt_variant: str
+    prompt_hash: str
+    output: str
+    output_sha256: str
+    usage: TokenUsage
+    latency_ms: float
+    attempts: int = 1
+    cost_usd: float | None = None
+    request_ref: str | None = None
+    #: For `triage`: `focus` or `abstain`. For `evidence`: whether the cited input slot is
+    #: one the step read and the quoted passage is really in it, and if not, why.
+    decision: str | None = None
+    verified: bool | None = None
+    problem: str | None = None
 
 
 class ModelRequestRecorded(DomainEvent):

@@ -25,7 +25,7 @@ from controlroom.domain.plan_events import PlanTask
 from controlroom.domain.router import initial_args_from, route
 from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
-from controlroom.engine.steps import CONTRACT_RETRIES, stricter
+from controlroom.engine.model_call import CONTRACT_RETRIES, stricter
 from controlroom.models.port import ModelRequest
 from controlroom.prompts.contracts import check_reply
 from controlroom.tools.layout import detect_layout

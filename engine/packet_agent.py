@@ -231,6 +231,9 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
             work, packet_id, receipt_id = outcome.output, None, None
         if outcome.request is not None:
             events.insert(0, outcome.request.event())
+        # A T1 agent's micro-calls around the item's finding, in the order they were made.
+        events[:0] = outcome.micro_events(step, instance.instance_id, "triage")
+        events += outcome.micro_events(step, instance.instance_id, "evidence")
         events.append(
             (
                 ForEachItemCompleted,
@@ -263,7 +266,7 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
     model = last or _replayed(done)
     fields = _fields(model)
     fields.update(output=text, output_sha256=sha256_text(text), summary=preview(text))
-    fields.update(request=None, raw_output=None, contract=None)
+    fields.update(request=None, raw_output=None, contract=None, micro_steps=())
     return ForEachOutcome(**fields, items=len(items))
 
 

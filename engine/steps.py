@@ -5,39 +5,37 @@ Nothing here records events; it returns outcomes the Run aggregate turns into ev
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from pydantic import JsonValue
 
 from controlroom.domain.canonical import preview, sha256_json, sha256_text
-from controlroom.domain.errors import (
-    AgentOutputInvalidError,
-    ControlRoomError,
-    ModelCallError,
-    ModelError,
-)
+from controlroom.domain.errors import AgentOutputInvalidError
 from controlroom.domain.outcomes import (
     AgentOutcome,
-    AttemptFailure,
-    AttemptReport,
-    RecordedRequest,
     ReplyRejection,
     StopHookReport,
     ToolOutcome,
 )
 from controlroom.domain.refs import resolve_ref
 from controlroom.domain.run import Run
-from controlroom.domain.run_events import TokenUsage
 from controlroom.domain.steps import AgentStep, Ref, ToolStep
 from controlroom.engine.context import Context
+from controlroom.engine.micro_steps import MicroSteps
+from controlroom.engine.model_call import (
+    CONTRACT_RETRIES,
+    AttemptObserver,
+    ModelCall,
+    PartialObserver,
+    cost_of,
+    stricter,
+)
 from controlroom.models.agents import AgentProfile
-from controlroom.models.config import Price, ProviderConfig
-from controlroom.models.port import ModelClient, ModelRequest, ModelResponse, scrub
+from controlroom.models.port import ModelRequest
 from controlroom.prompts.contracts import Contract, check_reply
 from controlroom.tools.workspace import Workspace
 
@@ -73,120 +71,6 @@ def run_tool(ctx: Context, workspace: Workspace, run: Run, step: ToolStep) -> To
     )
 
 
-AttemptObserver = Callable[[AttemptReport], None]
-PartialObserver = Callable[[str, int, str], None]  # (step_id, attempt, text)
-
-#: How many times an invalid reply is asked again (seed 001, C: max 2), then STOP_HOOK.
-CONTRACT_RETRIES = 2
-
-
-def cost_of(price: Price | None, usage: TokenUsage) -> float | None:
-    if price is None:
-        return None
-    return round(
-        (usage.input_tokens * price.input_per_mtok + usage.output_tokens * price.output_per_mtok)
-        / 1_000_000,
-        6,
-    )
-
-
-def recorded(
-    client: ModelClient, request: ModelRequest, body: Mapping[str, Any]
-) -> RecordedRequest:
-    return RecordedRequest(
-        ref="sha256:" + sha256_json(dict(body)),
-        provider=client.provider,
-        model=request.model,
-        body=dict(body),
-    )
-
-
-def body_of(client: ModelClient, request: ModelRequest) -> dict[str, Any]:
-    """The provider's exact body; for a client that cannot say, what it was given."""
-    build = getattr(client, "request_body", None)
-    if build is not None:
-        body: dict[str, Any] = build(request)
-        return body
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages.append({"role": "user", "content": request.prompt})
-    return {"model": request.model, "messages": messages, **request.params}
-
-
-def stricter(user: str, contract: Contract, errors: list[str]) -> str:
-    """The user message of a retry: the task again, and what was wrong with the reply."""
-    listed = "\n".join(f"- {e}" for e in errors[:20])
-    return (
-        f"{user}\n\n## Your previous reply was rejected\n"
-        f"It did not satisfy the `{contract.name}` output contract:\n{listed}\n\n"
-        "Reply again with exactly one JSON object that validates against the schema in the "
-        "system prompt: no prose, no code fence, every required property present, every "
-        'value of the declared type (true and false are booleans, not "true" or "false").'
-    )
-
-
-@dataclass
-class _Call:
-    """One agent step's calls: the transport retries, reported as they fail."""
-
-    ctx: Context
-    step: AgentStep
-    profile: AgentProfile
-    client: ModelClient
-    policy: ProviderConfig
-    report: AttemptObserver | None
-    on_text: PartialObserver | None
-    attempt: int = 0
-
-    async def reply(self, request: ModelRequest) -> tuple[ModelResponse, RecordedRequest]:
-        """A reply, after transport retries with backoff; each failed attempt reported."""
-        deadline = self.ctx.settings.agent_timeout_s or self.policy.deadline_s
-        tries = 0
-        while True:
-            self.attempt += 1
-            tries += 1
-            sent = recorded(self.client, request, body_of(self.client, request))
-            sink = _sink(self.on_text, self.step.step_id, self.attempt)
-            try:
-                # asyncio.timeout, not wait_for: no extra task, so Ctrl-C reaches the runner.
-                async with asyncio.timeout(deadline):
-                    response = await self.client.complete(request, sink)
-                if response.sent is not None:
-                    sent = recorded(self.client, request, response.sent)
-                return response, sent
-            except TimeoutError:
-                # The overall deadline passed (the idle timeout is the provider's): an agent
-                # failure, not a transport fault, so it is not retried.
-                error = ModelCallError("deadline", f"no complete answer within {deadline:g}s")
-            except ModelCallError as exc:
-                error = exc
-            except ControlRoomError:
-                raise
-            except Exception as exc:  # a client library's own failure: never a stuck run
-                error = ModelCallError("client_error", f"{type(exc).__name__}: {scrub(str(exc))}")
-            will_retry = error.retryable and tries <= self.policy.max_retries
-            delay = self.policy.backoff_s * 2 ** (tries - 1) if will_retry else 0.0
-            if self.report is not None:
-                self.report(
-                    AttemptFailure(
-                        attempt=self.attempt,
-                        provider=self.profile.provider,
-                        model=self.profile.model,
-                        kind=error.kind,
-                        status=error.status,
-                        message=str(error),
-                        will_retry=will_retry,
-                        retry_in_s=delay,
-                        request=sent,
-                    )
-                )
-            if not will_retry:
-                raise ModelError(
-                    f"agent '{self.step.agent_archetype}' ({self.profile.provider}/"
-                    f"{self.profile.model}) failed after {tries} attempt(s): {error}"
-                )
-            await asyncio.sleep(delay)
-
-
 async def run_agent(
     ctx: Context,
     run: Run,
@@ -206,12 +90,40 @@ async def run_agent(
     backoff; anything else fails the step at once. A reply that breaks the step's output
     contract is asked again with a stricter prompt naming the errors, at most
     `CONTRACT_RETRIES` times, then STOP_HOOK. Every failed attempt is reported.
+
+    The agent's tier sizes the step (seed 000, "Tier-Based Step Sizing"): a T1 agent makes
+    three micro-calls (triage, then the finding under the step's contract, then evidence),
+    each recorded; T3 and T5 agents one call, with their own prompt variant.
     """
-    policy = ctx.agents.provider_config(profile.provider)
     shown = {slot: run.slot_texts[slot] for slot in step.input_slots}
     # Kinds built on this one add inputs of their own (a task packet, a loop's item) and may
     # hold the reply to another contract (a receipt) with checks the schema cannot state.
     shown.update(extra_inputs or {})
+    observers = (on_attempt_failed, on_text)
+    if profile.tier != "t1":
+        return await _ask(ctx, run, step, profile, shown, contract_override, also_check, *observers)
+    micro = MicroSteps(ctx, run, step, profile, on_attempt_failed)
+    triage = await micro.triage(shown)
+    focused = {**shown, "triage_focus": triage.output.strip()}
+    outcome = await _ask(
+        ctx, run, step, profile, focused, contract_override, also_check, *observers
+    )
+    evidence = await micro.evidence(shown, outcome.output)
+    return replace(outcome, micro_steps=(triage, evidence))
+
+
+async def _ask(
+    ctx: Context,
+    run: Run,
+    step: AgentStep,
+    profile: AgentProfile,
+    shown: dict[str, str],
+    contract_override: Contract | None,
+    also_check: Callable[[Any], list[str]] | None,
+    on_attempt_failed: AttemptObserver | None,
+    on_text: PartialObserver | None,
+) -> AgentOutcome:
+    policy = ctx.agents.provider_config(profile.provider)
     rendered = ctx.prompts.render(step.prompt_type, profile.tier, run.task.description, shown)
     if contract_override is not None:
         system = (
@@ -240,7 +152,7 @@ async def run_agent(
         contract_name=contract.name if contract is not None else None,
     )
     client = ctx.agents.client(profile.provider)
-    call = _Call(ctx, step, profile, client, policy, on_attempt_failed, on_text)
+    call = ModelCall(ctx, step, profile, client, policy, on_attempt_failed, on_text)
     started = time.perf_counter()
     replies: list[str] = []
     errors: list[str] = []
@@ -301,11 +213,3 @@ async def run_agent(
         contract=contract.name if contract is not None else None,
         raw_output=raw,
     )
-
-
-def _sink(
-    on_text: PartialObserver | None, step_id: str, attempt: int
-) -> Callable[[str], None] | None:
-    if on_text is None:
-        return None
-    return lambda text: on_text(step_id, attempt, text)

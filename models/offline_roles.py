@@ -571,3 +571,12 @@ def _register_conference_roles() -> None:
 
 
 _register_conference_roles()
+
+
+def _register_micro_steps() -> None:
+    from controlroom.models.offline_micro import HANDLERS as MICRO
+
+    HANDLERS.update(MICRO)
+
+
+_register_micro_steps()

@@ -140,6 +140,22 @@ class UsageView(EventPart):
     output_tokens: int = 0
 
 
+class MicroStepView(ViewModel):
+    """One call of a T1 agent's step: `triage`, `finding` (the step's reply), `evidence`."""
+
+    micro_step: Literal["triage", "finding", "evidence"]
+    prompt_type: str
+    output_preview: str
+    usage: UsageView
+    latency_ms: float
+    request_ref: str | None
+    decision: str | None = omitted_when_none("triage: `focus` or `abstain`")
+    verified: bool | None = omitted_when_none(
+        "evidence: whether the cited input was one the step read and the quote is in it"
+    )
+    problem: str | None = omitted_when_none("evidence: why the citation did not check out")
+
+
 class StepView(ViewModel):
     """One entry of `GET /api/runs/{id}/steps`: a step instance with its observability."""
 
@@ -176,6 +192,9 @@ class StepView(ViewModel):
     rejected_replies: int | None = omitted_when_none("replies refused by the contract")
     stop_hook: dict[str, Any] | None = omitted_when_none(
         "STOP_HOOK: the contract, attempts and errors when no reply was valid"
+    )
+    micro_steps: list[MicroStepView] | None = omitted_when_none(
+        "a T1 agent's three recorded calls (triage, finding, evidence), in order"
     )
 
 

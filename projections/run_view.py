@@ -189,6 +189,24 @@ class RunView:
         for key in ("request_ref", "contract"):
             if e.get(key) is not None:
                 step[key] = e[key]
+        if e.get("micro_step") == "finding":
+            self._micro(e, "finding")
+
+    def _on_micro_step(self, e: dict[str, Any], at: str) -> None:
+        self._micro(e, e["micro_step"])
+
+    def _micro(self, e: dict[str, Any], name: str) -> None:
+        """A T1 agent's calls, in order: triage, finding (the step's reply), evidence."""
+        entry = {
+            "micro_step": name,
+            "prompt_type": e["prompt_type"],
+            "output_preview": " ".join(e["output"].split())[:200],
+            "usage": e["usage"],
+            "latency_ms": e["latency_ms"],
+            "request_ref": e.get("request_ref"),
+        }
+        entry.update((k, e[k]) for k in ("decision", "verified", "problem") if e.get(k) is not None)
+        self._step(e).setdefault("micro_steps", []).append(entry)
 
     def _on_reply_rejected(self, e: dict[str, Any], at: str) -> None:
         step = self._step(e)
@@ -343,6 +361,7 @@ _HANDLERS: dict[str, Handler] = {
     "StepWaiting": RunView._on_step_waiting,
     "ReceiptIssued": RunView._on_receipt,
     "AgentResponded": RunView._on_agent,
+    "AgentMicroStepResponded": RunView._on_micro_step,
     "SlotWritten": RunView._on_slot,
     "StepCompleted": RunView._on_step_completed,
     "StepFailed": RunView._on_step_failed,
