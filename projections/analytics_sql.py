@@ -24,6 +24,19 @@ STAGED = """CREATE TEMP TABLE IF NOT EXISTS staged (
     position BIGINT, aggregate_id VARCHAR, version INTEGER, event_type VARCHAR,
     topic VARCHAR, ts VARCHAR, payload VARCHAR)"""
 
+#: A batch of stored records as they are (`EventStore.raw_reader`), handed over as columns.
+#: DuckDB takes each apart: the event's name from its topic, the envelope's timestamp, and
+#: the payload without the envelope, whose values are columns of their own (the hashes,
+#: random and incompressible, stay in the log for audits). The envelope comes first in the
+#: stored JSON, so its timestamp is the first one: found without parsing the payload.
+STAGE: Final = r"""INSERT INTO staged
+    SELECT position, aggregate_id, version,
+        regexp_extract(topic, '([A-Za-z0-9_]+)(\.v[0-9]+)?$', 1), topic,
+        nullif(regexp_extract(state, '"timestamp":"([^"]*)"', 1), ''),
+        regexp_replace(state, '^\{.*?"event_hash":"[^"]*",?', '{')
+    FROM (SELECT position, aggregate_id, version, topic,
+            coalesce(try(decode(state)), '') AS state FROM raw_batch)"""
+
 TABLES: Final = (
     """CREATE TABLE aggregates (
         aggregate_id VARCHAR PRIMARY KEY, aggregate_type VARCHAR NOT NULL,
@@ -382,7 +395,7 @@ LOADS: Final = (
         j.provider, j.model, j.tier, j.prompt_type, j.prompt_variant, j.usage.input_tokens,
         j.usage.output_tokens, coalesce(j.usage.estimated, j.provider = 'offline'),
         j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
-    {_rows(_AGENT, "AgentResponded")}""",
+    {_rows(_AGENT, "AgentResponded", "AgentMicroStepResponded")}""",
     f"""INSERT INTO model_attempts
     SELECT position, aggregate_id, j.step_id, timestamp, j.attempt, j.provider, j.model,
         j.kind, j.status, j.message, j.will_retry, j.retry_in_s
