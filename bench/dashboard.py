@@ -123,23 +123,34 @@ def main() -> None:
                 polling="raf",
             )
             timings = []
+            complete = []
             for text in ["run_0", "zzz", "", "outline", ""] * 2:
-                timings.append(
-                    page.evaluate(
-                        """text => {
-                          const start = performance.now();
-                          const box = document.querySelector('#filter-text');
-                          box.value = text;
-                          box.dispatchEvent(new Event('input'));
-                          document.body.offsetHeight;  // include the layout it causes
-                          return performance.now() - start;
-                        }""",
-                        text,
-                    )
+                first, whole = page.evaluate(
+                    """async text => {
+                      const start = performance.now();
+                      const box = document.querySelector('#filter-text');
+                      box.value = text;
+                      box.dispatchEvent(new Event('input'));
+                      document.body.offsetHeight;  // include the layout it causes
+                      const first = performance.now() - start;
+                      // Rows past the first screenful follow a chunk per frame: wait for
+                      // the count the list announces.
+                      const wanted = Number(document.querySelector('#run-count')
+                        ?.textContent.split(' ')[0] ?? 0);
+                      while (document.querySelectorAll('#runs tbody tr').length < wanted)
+                        await new Promise(requestAnimationFrame);
+                      return [first, performance.now() - start];
+                    }""",
+                    text,
                 )
+                timings.append(first)
+                complete.append(whole)
             print(
                 f"runs list, {RUNS} runs: a filter applies in median "
-                f"{statistics.median(timings):.1f} ms, max {max(timings):.1f} ms (target < 100 ms)"
+                f"{statistics.median(timings):.1f} ms, max {max(timings):.1f} ms "
+                "(target < 100 ms); "
+                f"every matching row in place in median {statistics.median(complete):.1f} ms, "
+                f"max {max(complete):.1f} ms"
             )
             page.goto("about:blank")
         browser.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -400,4 +401,68 @@ def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch:
         page.wait_for_selector('#run-header .badge[data-status="failed"]')
         retried = [e["type"] for e in client.get(f"/api/runs/{run_id}/audit").json()["events"]]
         assert retried.count("RunRetried") == 1
+        assert seen.problems == []
+
+
+def test_a_t1_agents_three_calls_show_on_its_step(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, watch: Any
+) -> None:
+    monkeypatch.setenv("CONTROLROOM_TIER", "t1")
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        run_id = start(client, recipe_id="creative_draft_scene", args={"scene_number": 4})
+        page = seen.open(f"/#/runs/{run_id}")
+        page.wait_for_selector('#run-header .badge[data-status="done"]')
+        page.click('li.step[data-instance="brief"]')
+        page.wait_for_selector('#step-micro li[data-micro="evidence"]')
+        calls = page.eval_on_selector_all(
+            "#step-micro li", "items => items.map(i => i.dataset.micro)"
+        )
+        assert calls == ["triage", "finding", "evidence"]
+        micro = page.text_content("#step-micro") or ""
+        assert "FOCUS:" in micro and "Evidence: slot:" in micro and "✓ verified" in micro
+        seen.shot("t1-step")
+        assert seen.problems == []
+
+
+def as_text(value: Any) -> str:
+    """A cell as the page writes it (JavaScript's String(): 100.0 is "100")."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def test_the_analytics_reports_show_as_tables_and_charts(workspace: Path, watch: Any) -> None:
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=60) as client,
+        watch(base) as seen,
+    ):
+        runs = [start(client, task="Draft scene 4 from the outline") for _ in range(2)]
+        runs.append(start(client, task="Check consistency of scenes 1-3 against canon"))
+        for run_id in runs:
+            while client.get(f"/api/runs/{run_id}").json()["status"] == "running":
+                time.sleep(0.05)
+        page = seen.open("/#/analytics")
+        page.wait_for_selector("#report-list a.active")
+        names = page.eval_on_selector_all(
+            "#report-list a", "links => links.map(a => a.textContent)"
+        )
+        assert "run_outcomes" in names and "slowest_steps" in names
+        page.click('#report-list a:text-is("run_outcomes")')
+        page.wait_for_url("**/#/analytics/run_outcomes")
+        page.wait_for_selector("#report-table tbody tr")
+        expected = client.get("/api/analytics/reports/run_outcomes").json()
+        cells = page.eval_on_selector_all(
+            "#report-table tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+        )
+        assert cells == [[as_text(v) for v in row] for row in expected["rows"]]
+        bars = page.eval_on_selector_all("#report-chart rect.bar", "bars => bars.length")
+        assert bars == len(expected["rows"]) > 0
+        seen.shot("analytics")
         assert seen.problems == []

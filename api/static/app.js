@@ -2,6 +2,7 @@
 
 import { api, onUnauthorized, setToken, token, Unauthorized } from "./api.js";
 import { errorBox, h, replace } from "./dom.js";
+import { showAnalytics } from "./analytics.js";
 import { showDiff } from "./diff.js";
 import { showIssue, showIssues } from "./issues.js";
 import { showPlan, showPlans } from "./plans.js";
@@ -24,6 +25,8 @@ const ROUTES = [
   [/^#\/conferences$/, () => showConferences],
   [/^#\/conferences\/([^/]+)$/, (m) => (node) => showConference(node, decodeURIComponent(m[1]))],
   [/^#\/plans\/([^/]+)$/, (m) => (node) => showPlan(node, decodeURIComponent(m[1]))],
+  [/^#\/analytics$/, () => (node) => showAnalytics(node, null)],
+  [/^#\/analytics\/([^/]+)$/, (m) => (node) => showAnalytics(node, decodeURIComponent(m[1]))],
 ];
 
 function route() {
@@ -31,7 +34,7 @@ function route() {
   current = null;
   const hash = location.hash || "#/";
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const section = ["issues", "plans", "conferences"].find((s) => hash.startsWith(`#/${s}`)) || "runs";
+    const section = ["issues", "plans", "conferences", "analytics"].find((s) => hash.startsWith(`#/${s}`)) || "runs";
     link.classList.toggle("active", link.dataset.nav === section);
   }
   const ticket = ++navigations;

@@ -80,6 +80,7 @@ export function fold(run, message) {
         receipt: null,
         failures: [],
         rejections: [],
+        micro: [], // a T1 agent's triage and evidence calls
         stopHook: null,
         inputs: [],
         outputHash: null,
@@ -110,6 +111,10 @@ export function fold(run, message) {
         step.response = data;
         step.inputs = data.input_slot_refs;
       }
+      break;
+    case "AgentMicroStepResponded":
+      step = stepOf(run, data.step_id);
+      if (step) step.micro.push(data);
       break;
     case "AgentReplyRejected":
       step = stepOf(run, data.step_id);

@@ -48,11 +48,30 @@ export async function showRuns(root) {
         (!recipe || r.recipe_id === recipe) &&
         (!needle || r.description.toLowerCase().includes(needle) || r.run_id.includes(needle)),
     );
-    const rows = document.createDocumentFragment();
-    for (const run of shown) rows.appendChild(cachedRow(run));
-    tbody.replaceChildren(rows);
+    // The first rows (more than a screen) go in at once; the rest follow a chunk per frame,
+    // so a filter that shows a thousand runs again answers at once instead of laying out
+    // the whole table before the next frame. A newer render abandons an older one's rest.
+    const token = ++renderToken;
+    tbody.replaceChildren(rowsOf(shown, 0, FIRST_ROWS));
+    if (shown.length > FIRST_ROWS) appendRest(shown, FIRST_ROWS, token);
     count.textContent = `${shown.length} of ${state.runs.length}`;
     root.dataset.renderMs = String(Math.round(performance.now() - started));
+  }
+
+  const FIRST_ROWS = 120;
+  const CHUNK_ROWS = 200;
+  let renderToken = 0;
+  function rowsOf(shown, from, to) {
+    const rows = document.createDocumentFragment();
+    for (const run of shown.slice(from, to)) rows.appendChild(cachedRow(run));
+    return rows;
+  }
+  function appendRest(shown, from, token) {
+    requestAnimationFrame(() => {
+      if (token !== renderToken) return;
+      tbody.appendChild(rowsOf(shown, from, from + CHUNK_ROWS));
+      if (from + CHUNK_ROWS < shown.length) appendRest(shown, from + CHUNK_ROWS, token);
+    });
   }
 
   const built = new Map(); // run id -> {key, node}: a row is rebuilt only when its run changes

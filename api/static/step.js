@@ -35,6 +35,7 @@ export function stepDetail(run, step, actions) {
     step.receipt ? receiptSection(step.receipt) : null,
     step.response ? promptSection(run, step.response) : null,
     step.response ? usageSection(step.response) : null,
+    microSection(run, step),
     attemptsSection(step),
   );
 }
@@ -134,6 +135,35 @@ function usageSection(response) {
       fact("cost", response.cost_usd === null || response.cost_usd === undefined ? "unknown" : `$${response.cost_usd.toFixed(6)}`),
       fact("latency", formatMs(response.latency_ms)),
       fact("attempts", response.attempts),
+    ),
+  );
+}
+
+// A T1 agent's step is three recorded calls: triage, the finding (the output above), evidence.
+function microSection(run, step) {
+  if (!step.micro.length) return null;
+  const calls = [];
+  for (const m of step.micro) {
+    if (m.micro_step === "evidence" && step.response) calls.push({ micro_step: "finding", output: "(the output above)", prompt_type: step.response.prompt_type, latency_ms: step.response.latency_ms });
+    calls.push(m);
+  }
+  return section(
+    "T1 micro-steps",
+    h(
+      "ol",
+      { id: "step-micro" },
+      calls.map((m) => {
+        const checked = m.verified === true ? " ✓ verified" : m.verified === false ? ` ✗ unverified: ${m.problem || ""}` : "";
+        const request = m.request_ref ? run.requests.get(m.request_ref) : null;
+        return h(
+          "li",
+          { dataset: { micro: m.micro_step } },
+          h("strong", {}, m.micro_step),
+          ` (${m.prompt_type}, ${formatMs(m.latency_ms)})${checked}`,
+          pre(m.output, { class: m.verified === false ? "output error" : "output" }),
+          request ? h("details", {}, h("summary", {}, "request"), pre(json(request.body))) : null,
+        );
+      }),
     ),
   );
 }
