@@ -115,17 +115,19 @@ class MicroStep:
     verified: bool | None = None
     problem: str | None = None
 
-    def events(self, step: AgentStep, instance_id: str, outcome: AgentOutcome) -> list[EventSpec]:
+    def events(
+        self, step: AgentStep, instance_id: str, agent: AgentOutcome | AgentFacts
+    ) -> list[EventSpec]:
         recorded = [self.request.event()] if self.request is not None else []
         fields = {
             "step_id": step.step_id,
             "instance_id": instance_id,
             "micro_step": self.name,
             "agent_archetype": step.agent_archetype,
-            "agent_id": outcome.agent_id,
-            "tier": outcome.tier,
-            "provider": outcome.provider,
-            "model": outcome.model,
+            "agent_id": agent.agent_id,
+            "tier": agent.tier,
+            "provider": agent.provider,
+            "model": agent.model,
             "prompt_type": self.prompt_type,
             "prompt_variant": self.prompt_variant,
             "prompt_hash": self.prompt_hash,
@@ -330,5 +332,24 @@ class StopHookReport:
     request_refs: list[str]
 
 
+@dataclass(frozen=True)
+class AgentFacts:
+    """Which agent made a call: what a micro-step's event names when there is no outcome."""
+
+    agent_id: str
+    tier: str
+    provider: str
+    model: str
+
+
+@dataclass(frozen=True)
+class AbstentionReport:
+    """A T1 agent's triage abstained: the call is recorded before the step fails, so the
+    reply that gave the reason (and the tokens it cost) stays in the audit trail."""
+
+    micro: MicroStep
+    agent: AgentFacts
+
+
 #: What an agent step reports while it runs, each recorded as an event at once.
-AttemptReport = AttemptFailure | ReplyRejection | StopHookReport
+AttemptReport = AttemptFailure | ReplyRejection | StopHookReport | AbstentionReport

@@ -14,6 +14,7 @@ from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateE
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.flow import Performed, flow_for, instance_id
 from controlroom.domain.outcomes import (
+    AbstentionReport,
     AgentOutcome,
     AttemptFailure,
     AttemptReport,
@@ -270,6 +271,15 @@ class Run(Aggregate):
         current = self._expect_current(AgentStep)
         if isinstance(report, StopHookReport):
             self._stop_hook(at, current, report)
+            return
+        if isinstance(report, AbstentionReport):
+            assert isinstance(current.step, AgentStep)
+            for event_class, fields in report.micro.events(
+                current.step, current.instance_id, report.agent
+            ):
+                if event_class is ModelRequestRecorded and fields["ref"] in self.request_refs:
+                    continue
+                self._trigger(event_class, at, **fields)
             return
         self._record_request(at, report.request)
         if isinstance(report, ReplyRejection):

@@ -15,7 +15,7 @@ from dataclasses import replace
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.errors import ModelError
 from controlroom.domain.micro_steps import check_evidence, read_triage
-from controlroom.domain.outcomes import MicroStep
+from controlroom.domain.outcomes import AbstentionReport, AgentFacts, MicroStep
 from controlroom.domain.run import Run
 from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
@@ -57,6 +57,14 @@ class MicroSteps:
         micro = await self._call("triage", STEP_TRIAGE, {"step_purpose": self.purpose, **shown})
         decision = read_triage(micro.output)
         if decision.decision == "abstain":
+            if self.report is not None:
+                agent = AgentFacts(
+                    self.profile.agent_id,
+                    self.profile.tier,
+                    self.profile.provider,
+                    self.profile.model,
+                )
+                self.report(AbstentionReport(replace(micro, decision="abstain"), agent))
             raise AgentAbstainedError(self.step.step_id, self.step.agent_archetype, decision.text)
         return replace(micro, decision="focus")
 

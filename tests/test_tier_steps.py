@@ -174,6 +174,15 @@ def test_a_t1_abstention_fails_the_step_with_the_agents_reason(
     assert "the outline beat names no characters" in failed.error
     # No guess was made: the finding was never asked for.
     assert [r.prompt_type for r in model.requests] == ["step_triage"]
+    # The call that abstained is in the trail, with its request, before the failure.
+    events = list(ctx.store.stream(run.id))
+    triage = [e for e in events if isinstance(e, AgentMicroStepResponded)]
+    assert [(e.micro_step, e.decision, e.step_id) for e in triage] == [
+        ("triage", "abstain", "brief")
+    ]
+    assert "names no characters" in triage[0].output
+    assert triage[0].request_ref in {e.ref for e in events if isinstance(e, ModelRequestRecorded)}
+    assert events.index(triage[0]) < events.index(failed)
     ctx.close()
 
 
