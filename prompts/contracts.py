@@ -7,6 +7,7 @@ providers that accept structured output, and checked against every reply.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -138,11 +139,19 @@ _register_receipt_reply()
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema, inlined (no `$defs`): what providers and prompts get."""
+    """The model's JSON Schema, inlined (no `$defs`): what providers and prompts get.
+
+    A fresh copy each time (callers may change theirs); generating it is what costs, about
+    a millisecond, once per agent call, so that is done once per model."""
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
+@functools.cache
+def _schema_text(model: type[BaseModel]) -> str:
     schema = model.model_json_schema(by_alias=True)
     defs = schema.pop("$defs", {})
-    inlined: dict[str, Any] = _strip_titles(_inline(schema, defs))
-    return inlined
+    return json.dumps(_strip_titles(_inline(schema, defs)))
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
