@@ -1,9 +1,9 @@
 """The executor: claims runs and performs their steps, many at once, with no HTTP in sight.
 
-`serve` uses it today and workers will tomorrow. Store work and tools run in worker threads
-(`offload`), so the event loop that carries live feeds is never blocked by a commit or a
-slow tool. A run whose waiting step is delivered by a policy (in this process or another)
-is picked up again when that delivery is seen.
+`serve` and workers use it. Tools run in worker threads and commits go through the store's
+group committer (`offload`), so the event loop that carries live feeds is never blocked by
+a commit or a slow tool. A run whose waiting step is delivered by a policy (in this process
+or another) is picked up again when that delivery is seen.
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ class StepRunner:
         self.lease_s = ctx.settings.lease_s
         # The heartbeat and the step loop both change the run: one at a time.
         self._lock = asyncio.Lock()
-        #: In the server, store I/O runs in a worker thread so the event loop keeps serving.
+        #: In the server and workers, commits go through the store's group committer (one
+        #: writer thread, several runs per transaction) so the event loop keeps serving.
         self.offload = offload
         self.performers = performers
 
@@ -63,10 +64,13 @@ class StepRunner:
             raise RunConflictError(run.id) from None
 
     async def _save(self, run: Run) -> None:
-        if self.offload:
-            await asyncio.to_thread(self.save, run)
-        else:
+        if not self.offload:
             self.save(run)
+            return
+        try:
+            await self.ctx.store.save_soon(run)
+        except IntegrityError:
+            raise RunConflictError(run.id) from None
 
     async def execute(self, run: Run) -> Run:
         """Advance the run until it finishes or waits. Returns the run as it then is."""

@@ -31,9 +31,10 @@ from eventsourcing.persistence import (
 )
 
 from controlroom.domain.aggregate import Aggregate
-from controlroom.domain.errors import StoreUnavailableError
+from controlroom.domain.errors import PayloadTooLargeError, StoreUnavailableError
 from controlroom.domain.events import DomainEvent
 from controlroom.eventstore.config import max_event_bytes, store_env
+from controlroom.eventstore.group_commit import GroupCommitter
 from controlroom.eventstore.mapper import PydanticMapper
 from controlroom.eventstore.postgres import prepared_schema
 
@@ -117,6 +118,7 @@ class EventStore(Application[str]):
             raise
         self._observers: list[CommitObserver] = []
         self._observers_lock = threading.Lock()
+        self._committer: GroupCommitter | None = None
         self._crash_after = crash_after_commit
         self.commits = 0
         #: Records found undecodable so far, by (aggregate id, version).
@@ -187,9 +189,59 @@ class EventStore(Application[str]):
         events = [e for aggregate in aggregates for e in aggregate.collect_events()]
         if not events and tracking is None:
             return []
+        committed = self._put(events, tracking)
+        self._announce(committed, tracking)
+        return committed
+
+    def save_group(self, aggregates: Sequence[Aggregate]) -> list[list[Positioned] | Exception]:
+        """Commit several aggregates' pending events in one transaction (group commit, see
+        `group_commit.py`): what each committed, or the error that refused it.
+
+        When the transaction is refused because of one of them (a conflict, an event too
+        large), each is committed on its own, so only that one fails. A store fault
+        (StoreUnavailableError) is raised: none of them was recorded.
+        """
+        batches = [aggregate.collect_events() for aggregate in aggregates]
+        events = [e for batch in batches for e in batch]
+        if not events:
+            return [[] for _ in batches]
+        try:
+            committed = self._put(events, None)
+        except (IntegrityError, PayloadTooLargeError):
+            return [self._save_alone(batch) for batch in batches]
+        self._announce(committed, None)
+        outcomes: list[list[Positioned] | Exception] = []
+        start = 0
+        for batch in batches:
+            outcomes.append(committed[start : start + len(batch)])
+            start += len(batch)
+        return outcomes
+
+    async def save_soon(self, aggregate: Aggregate) -> list[Positioned]:
+        """`save` from an event loop without blocking it: the aggregate joins the next
+        group commit (one writer thread for the whole process)."""
+        with self._observers_lock:
+            if self._committer is None:
+                self._committer = GroupCommitter(self.save_group)
+            committer = self._committer
+        committed = await committer.save(aggregate)
+        assert isinstance(committed, list)
+        return committed
+
+    def _save_alone(self, events: list[DomainEvent]) -> list[Positioned] | Exception:
+        if not events:
+            return []
+        try:
+            committed = self._put(events, None)
+        except (IntegrityError, PayloadTooLargeError) as exc:
+            return exc
+        self._announce(committed, None)
+        return committed
+
+    def _put(self, events: Sequence[object], tracking: Tracking | None) -> list[Positioned]:
         try:
             if events:
-                recordings = self.events.put(events, tracking=tracking)
+                recordings = self.events.put(events, tracking=tracking)  # type: ignore[arg-type]
             else:
                 assert tracking is not None
                 self.process_recorder.insert_tracking(tracking)
@@ -202,10 +254,12 @@ class EventStore(Application[str]):
                 f"the event store is unavailable ({self.location()}): {reason}; nothing was "
                 "recorded, and unfinished runs resume once it is back"
             ) from exc
-        committed = [
+        return [
             Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
             for r in recordings
         ]
+
+    def _announce(self, committed: list[Positioned], tracking: Tracking | None) -> None:
         self.commits += 1
         if self._crash_after is not None and self.commits >= self._crash_after:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -213,7 +267,6 @@ class EventStore(Application[str]):
             observers = list(self._observers)
         for observer in observers:
             observer(committed=committed, tracking=tracking)
-        return committed
 
     def load(self, aggregate_cls: type[A], aggregate_id: str) -> A | None:
         try:
@@ -316,6 +369,13 @@ class EventStore(Application[str]):
             yield from_table
         finally:
             conn.close()
+
+    def close(self) -> None:
+        with self._observers_lock:
+            committer, self._committer = self._committer, None
+        if committer is not None:
+            committer.close()  # commits what is queued first
+        super().close()
 
     def location(self) -> str:
         """Where the log lives, for people: a file, a database (no password), or memory."""

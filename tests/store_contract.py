@@ -11,6 +11,7 @@ whether it is `durable`; nothing else. A PostgreSQL class joins the same way:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -165,6 +166,51 @@ class EventStoreContract:
         store.unobserve(observer)
         store.save(opened("iss_2"))
         assert heard == [(first, None)] and first[0].position == 1
+
+    def test_a_group_commit_records_several_aggregates_in_one_transaction(
+        self, store: EventStore
+    ) -> None:
+        heard: list[list[Positioned]] = []
+        store.observe(lambda *, committed, **_: heard.append(list(committed)))
+        commits = store.commits
+        outcomes = store.save_group([opened("iss_a"), opened_and_closed("iss_b"), opened("iss_c")])
+        assert store.commits == commits + 1
+        assert [[p.event.originator_id for p in o] for o in outcomes if isinstance(o, list)] == [
+            ["iss_a"],
+            ["iss_b", "iss_b"],
+            ["iss_c"],
+        ]
+        assert heard == [[p for o in outcomes if isinstance(o, list) for p in o]]
+        assert list(store.read_log()) == heard[0]
+
+    def test_a_group_commit_refuses_only_the_aggregate_that_conflicts(
+        self, workspace: Path, store: EventStore
+    ) -> None:
+        if not self.store_spec:
+            pytest.skip(f"{type(self).__name__}: no store configured")
+        store.save(opened("iss_taken"))
+        first, taken, last = store.save_group(
+            [opened("iss_first"), opened("iss_taken"), opened_and_closed("iss_last")]
+        )
+        assert isinstance(taken, IntegrityError)
+        assert isinstance(first, list) and isinstance(last, list)
+        assert [e.originator_version for e in store.stream("iss_taken")] == [1]
+        assert [p.event.originator_id for p in store.read_log(after=1)] == [
+            "iss_first",
+            "iss_last",
+            "iss_last",
+        ]
+
+    def test_saving_soon_from_many_tasks_at_once_commits_each_once(self, store: EventStore) -> None:
+        async def save_all() -> list[list[Positioned]]:
+            issues = [opened_and_closed(f"iss_{n:02}") for n in range(40)]
+            return list(await asyncio.gather(*(store.save_soon(i) for i in issues)))
+
+        results = asyncio.run(save_all())
+        assert [len(r) for r in results] == [2] * 40
+        log = list(store.read_log())
+        assert sorted(p.position for r in results for p in r) == [p.position for p in log]
+        assert sorted({p.event.originator_id for p in log}) == [f"iss_{n:02}" for n in range(40)]
 
     def test_a_reaction_and_its_tracking_position_are_recorded_together(
         self, store: EventStore
