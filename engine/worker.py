@@ -49,11 +49,16 @@ class Worker:
     def owner(self) -> str:
         return self.executor.owner
 
-    def claimable(self) -> list[str]:
-        """Unfinished runs that nobody holds a live claim on, oldest first."""
+    def claimable(self, limit: int | None = None) -> list[str]:
+        """Unfinished runs that nobody holds a live claim on, oldest first, at most `limit`.
+
+        Each candidate's aggregate is loaded to decide: with hundreds queued, loading them
+        all every tick cost more than executing them, so the scan stops at `limit`."""
         now = self.ctx.clock.now()
-        found = []
+        found: list[str] = []
         for run_id in self.unfinished():
+            if limit is not None and len(found) >= limit:
+                break
             if run_id in self.executor.tasks:
                 continue
             run = self.ctx.store.load(Run, run_id)
@@ -74,7 +79,8 @@ class Worker:
     async def _tick(self) -> None:
         try:
             await asyncio.to_thread(self.followers.catch_up)
-            candidates = await asyncio.to_thread(self.claimable)
+            free = self.concurrency - len(self.executor.tasks)
+            candidates = await asyncio.to_thread(self.claimable, free) if free > 0 else []
         except Exception:  # the store may be briefly unreachable: try again next tick
             log.exception("worker %s could not read the store", self.owner)
             return
