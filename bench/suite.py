@@ -56,7 +56,8 @@ from controlroom.tools.base import ToolArgs, ToolRegistry, ToolResult  # noqa: E
 from controlroom.tools.workspace import Workspace  # noqa: E402
 
 CLI = str(Path(sys.executable).parent / "controlroom")
-DRAFT = "creative_draft_scene"
+#: The main job as `scripts/demo` runs it (routed to creative_draft_scene).
+DRAFT = "Draft scene 4 from the outline"
 TRIVIAL = {
     "recipe_id": "trivial_steps",
     "phase_a": [{"step_id": f"s{i}", "tool": "noop", "output_slot": f"slot{i}"} for i in range(8)],
@@ -96,6 +97,13 @@ def workspace_copy() -> Iterator[Path]:
         overrides = target / ".control-room" / "recipes"
         overrides.mkdir(parents=True)
         (overrides / "trivial.json").write_text(json.dumps(TRIVIAL))
+        # The main job creates the scene's file and refuses to overwrite one: here it is
+        # run again and again, so it replaces it (the same work, the same events).
+        main_job = json.loads((REPO / "recipes" / "creative_draft_scene.json").read_text())
+        for step in main_job["phase_b"]:
+            if step.get("kind") == "write_file":
+                step["mode"] = "replace"
+        (overrides / "creative_draft_scene.json").write_text(json.dumps(main_job))
         yield target
 
 
@@ -179,12 +187,14 @@ def concurrent_runs(kind: str, dsn: str | None, counts: list[int]) -> dict[int, 
             executor = Executor(ctx, max_concurrent=ctx.settings.max_concurrent_runs)
             await executor.start([])
             started = time.perf_counter()
-            for _ in range(n):
-                await executor.submit(RunRequest(DRAFT, {}))
+            ids = [(await executor.submit(RunRequest(DRAFT, {}))).id for _ in range(n)]
             while executor.tasks:
                 await asyncio.gather(*executor.tasks.values(), return_exceptions=True)
             wall = time.perf_counter() - started
             await executor.stop()
+            for run_id in ids:  # a figure for runs that failed half-way would mean nothing
+                final = executor.service.load(run_id)
+                assert final.status == RunStatus.DONE, final.error
             return wall
 
         try:
@@ -228,13 +238,17 @@ def workers_throughput(dsn: str, counts: list[int], runs: int) -> dict[int, floa
                 # Follow the log for run endings rather than loading 200 runs every time
                 # round: that cost a core, on a machine whose two the workers compete for.
                 pending, position = set(ids), ctx.store.max_position()
+                failed: list[str] = []
                 while pending:
                     time.sleep(0.2)
                     for positioned in ctx.store.read_log(after=position):
-                        position = positioned.position
-                        if isinstance(positioned.event, RUN_ENDINGS):
-                            pending.discard(str(positioned.event.originator_id))
+                        position, ended = positioned.position, positioned.event
+                        if isinstance(ended, RUN_ENDINGS):
+                            pending.discard(str(ended.originator_id))
+                        if isinstance(ended, RunFailed | RunCancelled):
+                            failed.append(f"{ended.originator_id}: {getattr(ended, 'error', '')}")
                 rates[n] = runs / (time.perf_counter() - started)
+                assert not failed, failed[:3]
             finally:
                 for proc in procs:
                     proc.send_signal(signal.SIGTERM)
