@@ -201,6 +201,22 @@ class EventStoreContract:
             "iss_last",
         ]
 
+    def test_a_group_commit_refuses_only_the_aggregate_with_an_oversized_event(
+        self, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        if not self.store_spec:
+            pytest.skip(f"{type(self).__name__}: no store configured")
+        monkeypatch.setenv(MAX_EVENT_BYTES_VAR, "2048")
+        store = self.open_store(workspace)
+        try:
+            small, big = store.save_group([opened("iss_small"), opened("iss_big", "x" * 5000)])
+            assert isinstance(big, PayloadTooLargeError)
+            assert isinstance(small, list) and len(small) == 1
+            assert store.stream("iss_big") == [] and store.max_position() >= 1
+            assert [p.event.originator_id for p in store.read_log()] == ["iss_small"]
+        finally:
+            store.close()
+
     def test_saving_soon_from_many_tasks_at_once_commits_each_once(self, store: EventStore) -> None:
         async def save_all() -> list[list[Positioned]]:
             issues = [opened_and_closed(f"iss_{n:02}") for n in range(40)]
