@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import JsonValue
 
@@ -73,8 +74,11 @@ class _Match:
 _STEM = re.compile(r"(ations?|ing|ion|ions|ed|es|s|e)$")
 
 
-def _stems(text: str) -> list[str]:
-    return [_STEM.sub("", w) or w for w in re.findall(r"[a-z]+", text.lower())]
+@lru_cache(maxsize=4096)
+def _stems(text: str) -> tuple[str, ...]:
+    """Cached: routing a task stems its description and every recipe's patterns, the same
+    few hundred strings each time."""
+    return tuple(_STEM.sub("", w) or w for w in re.findall(r"[a-z]+", text.lower()))
 
 
 def _match(pattern: str, description: str) -> int:

@@ -21,6 +21,7 @@ from controlroom.domain.run_events import RunStarted, StepCompleted
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.ports import process_owner
+from controlroom.engine.runner import StepRunner
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.store import Positioned
 
@@ -68,7 +69,12 @@ class Executor:
 
     async def submit(self, request: RunRequest) -> Run:
         """Record the start of a run (claimed by this process) and begin executing it."""
-        run = await asyncio.to_thread(self.service.start, request, self.owner)
+        if not self.offload:
+            run = await asyncio.to_thread(self.service.start, request, self.owner)
+        else:
+            # Runs submitted together (concurrent requests) commit their starts together.
+            run = await asyncio.to_thread(self.service.begin, request, self.owner)
+            await StepRunner(self.ctx, offload=True).commit(run)
         self.spawn(run.id, run)
         return run
 

@@ -63,6 +63,10 @@ class StepRunner:
         except IntegrityError:
             raise RunConflictError(run.id) from None
 
+    async def commit(self, run: Run) -> None:
+        """`save` from the event loop: through the group commit when offloading."""
+        await self._save(run)
+
     async def _save(self, run: Run) -> None:
         if not self.offload:
             self.save(run)

@@ -91,6 +91,14 @@ class RunService:
         return recipe, task, routing
 
     def start(self, request: RunRequest, owner: str | None = None) -> Run:
+        """Record the start of a run (`begin`, then commit it)."""
+        run = self.begin(request, owner)
+        StepRunner(self.ctx).save(run)
+        return run
+
+    def begin(self, request: RunRequest, owner: str | None = None) -> Run:
+        """The run as it would start, its first events not yet committed: the caller
+        commits them (the executor through its group commit)."""
         recipe, task, routing = self.plan(request)
         run = Run.start(
             run_id=self.ctx.ids.new("run"),
@@ -103,7 +111,6 @@ class RunService:
         )
         if owner:
             run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)
-        StepRunner(self.ctx).save(run)
         return run
 
     def load(self, run_id: str) -> Run:

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from controlroom.tools.text import read_document
@@ -192,6 +193,12 @@ class Cast:
     owner: dict[str, str]
     genders: dict[str, Gender | None]
     pattern: re.Pattern[str] | None
+
+    @cached_property
+    def key(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Gender | None], ...]]:
+        """What the cast says, hashable: two casts built from the same cards have one key
+        (the memo of what a text states is keyed by it)."""
+        return tuple(self.owner.items()), tuple(self.genders.items())
 
     def mentions(self, text: str, sentence_start: int = 0) -> list[tuple[int, int, str]]:
         """(start, end, entity) of each name in `text`, longest names first."""

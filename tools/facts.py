@@ -11,9 +11,11 @@ sentences back; in dialogue only the first two count.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from controlroom.tools.canon import Cast, Fact, Gender
 from controlroom.tools.text import Document, inside, quoted_spans, read_document
@@ -80,15 +82,18 @@ class Statement:
     quote: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Tok:
     start: int
     end: int
     text: str
+    #: The word lower-cased with curly apostrophes straightened, the form every lookup
+    #: uses: computed once per token (it was recomputed at each of a dozen lookups).
+    low: str
 
-    @property
-    def low(self) -> str:
-        return self.text.lower().replace("’", "'")
+    @classmethod
+    def of(cls, start: int, end: int, text: str) -> _Tok:
+        return cls(start, end, text, text.lower().replace("’", "'"))
 
 
 class _Reader:
@@ -142,7 +147,7 @@ class _Context:
         self, start: int, end: int
     ) -> list[tuple[str, FactKind, str, frozenset[str], int, int, int]]:
         tokens = [
-            _Tok(start + m.start(), start + m.end(), m.group(0))
+            _Tok.of(start + m.start(), start + m.end(), m.group(0))
             for m in _WORD.finditer(self.text[start:end])
         ]
         self.first = start
@@ -154,8 +159,10 @@ class _Context:
                     hit = self._noun_phrase(tokens, i, kind)
                     if hit:
                         out.append(hit)
-            compound = next(
-                (k for k in KINDS for s in k.suffixes if tok.low.endswith("-" + s)), None
+            compound = (
+                next((k for k in KINDS for s in k.suffixes if tok.low.endswith("-" + s)), None)
+                if "-" in tok.low  # only "grey-eyed" and its like can be one
+                else None
             )
             if compound is not None and self._plain(tok):
                 classes = compound.classes(tok.low.rsplit("-", 1)[0])
@@ -346,8 +353,27 @@ def _compatible(known: Gender | None, wanted: Gender | None) -> bool:
     return known is None or wanted is None or known == wanted
 
 
+#: What a text states about a cast, remembered for the texts read most recently: every run
+#: over an unchanged manuscript reads the same scenes, and one run reads a scene twice (the
+#: canon checker, then the continuity role). Statements are immutable, so sharing is safe.
+_STATEMENTS_KEPT: Final = 256
+_statements: OrderedDict[tuple[str, object], tuple[Statement, ...]] = OrderedDict()
+_statements_lock = threading.Lock()
+
+
 def statements_in(text: str, cast: Cast) -> list[Statement]:
-    return _Reader(read_document(text), cast).statements()
+    key = (text, cast.key)
+    with _statements_lock:
+        found = _statements.get(key)
+        if found is not None:
+            _statements.move_to_end(key)
+            return list(found)
+    found = tuple(_Reader(read_document(text), cast).statements())
+    with _statements_lock:
+        _statements[key] = found
+        while len(_statements) > _STATEMENTS_KEPT:
+            _statements.popitem(last=False)
+    return list(found)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ class Workspace:
         if not os.access(root, os.R_OK | os.X_OK):
             raise WorkspaceError(f"workspace '{root}' is not readable")
         self.root = root.resolve()
+        self._root_text = str(self.root)
+        self._root_prefix = self._root_text.rstrip(os.sep) + os.sep
         self._texts: dict[str, str] = {}
 
     def snapshot(self) -> Workspace:
@@ -39,21 +41,24 @@ class Workspace:
             raise WorkspaceError("empty path")
         if "\x00" in relative:
             raise WorkspaceError(f"path {relative!r} contains a NUL character")
-        pure = PurePosixPath(relative.replace("\\", "/"))
-        too_long = [part for part in pure.parts if len(part.encode("utf-8")) > MAX_NAME_BYTES]
+        # Plain string operations and os.path rather than pathlib objects: every file read
+        # and every existence check of every step comes through here.
+        posix = relative.replace("\\", "/")
+        parts = [part for part in posix.split("/") if part not in ("", ".")]
+        too_long = [part for part in parts if len(part.encode("utf-8")) > MAX_NAME_BYTES]
         if too_long or len(relative.encode("utf-8")) > MAX_PATH_BYTES:
             raise WorkspaceError(
                 f"path '{relative[:80]}…' is too long: at most {MAX_NAME_BYTES} bytes a name "
                 f"and {MAX_PATH_BYTES} in all"
             )
-        if pure.is_absolute() or Path(relative).is_absolute():
+        if posix.startswith("/") or os.path.isabs(relative):
             raise WorkspaceError(f"path '{relative}' is absolute; use a path inside the workspace")
-        if ".." in pure.parts:
+        if ".." in parts:
             raise WorkspaceError(f"path '{relative}' uses '..' and could leave the workspace")
-        real = (self.root / pure).resolve()
-        if not real.is_relative_to(self.root):
+        real = os.path.realpath(os.path.join(self._root_text, *parts))
+        if real != self._root_text and not real.startswith(self._root_prefix):
             raise WorkspaceError(f"path '{relative}' leads outside the workspace (through a link)")
-        return real
+        return Path(real)
 
     def exists(self, relative: str) -> bool:
         try:
@@ -65,10 +70,10 @@ class Workspace:
         """File text, read once per workspace object (a run sees one consistent snapshot)."""
         key = str(PurePosixPath(relative.replace("\\", "/")))
         if key not in self._texts:
-            if not self.exists(relative):
-                raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
             path = self.resolve(relative)
             try:
+                if not path.is_file():
+                    raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
                 self._texts[key] = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 raise WorkspaceError(f"cannot read '{relative}': {exc.strerror}") from exc
