@@ -2,8 +2,8 @@
 
 It follows the event log incrementally. Each batch of stored records is read as it is (on
 SQLite straight from the log's table, `EventStore.raw_reader`), handed to DuckDB as columns
-in one statement (no Python call per row) that splits topic, envelope and payload into a
-staging table (`analytics_sql.STAGE`), then taken apart by the
+and loaded into `events` by one statement (no Python call per row) that splits topic,
+envelope and payload (`analytics_sql.INGEST`); the batch's rows are then taken apart by the
 `INSERT ... SELECT` statements of `analytics_sql.LOADS`, and committed together with the
 projection's position in `analytics_tracking`, in the same DuckDB transaction: a batch is
 loaded whole or not at all, so a process killed mid-batch loses and duplicates nothing, and the
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import shutil
 import signal
 import tempfile
@@ -32,8 +33,8 @@ from pathlib import Path
 from typing import Any, Final, Self
 
 import duckdb
-import numpy as np
 import orjson
+import pyarrow as pa
 
 from controlroom.domain.errors import BadInputError, StoreUnavailableError
 from controlroom.domain.events import EVENT_TYPES, UnknownEventTypeError, parse_topic
@@ -49,11 +50,10 @@ from controlroom.projections.analytics_query import (
     run_checked,
 )
 from controlroom.projections.analytics_sql import (
+    INGEST,
     LAYOUT,
     LOADS,
     REPORTS,
-    STAGE,
-    STAGED,
     TABLE_NAMES,
     TABLES,
     TRACKING,
@@ -230,7 +230,6 @@ class AnalyticsProjection:
     def _prepare(self, con: duckdb.DuckDBPyConnection) -> None:
         """Bring the file to this layout and this store (else rebuild it from zero)."""
         con.execute(TRACKING)
-        con.execute(STAGED)
         rows = con.execute(
             "SELECT layout, source FROM analytics_tracking WHERE name = ?", [NAME]
         ).fetchall()
@@ -263,20 +262,17 @@ class AnalyticsProjection:
             self._in_transaction(con, lambda: self._reset(con))
             position = 0
         loaded = 0
-        # One thread: reading ahead on a second one was slower, not faster. Both sides hold
-        # the GIL for their per-row part (building the columns, DuckDB scanning them), and
-        # the two threads mostly took turns waiting for it.
-        with self.store.raw_reader() as read_raw:
-            while True:
-                batch = self._read(read_raw, position, head, batch_size)
-                done = batch.count < batch_size
-                new_position = head if done else batch.last_position
+        # The log is read on a thread of its own, a batch or two ahead, while DuckDB loads
+        # the previous one: the read holds the interpreter (rows become Python objects, then
+        # Arrow columns), DuckDB's work on Arrow columns does not, so the two overlap on two
+        # cores. (Handing DuckDB numpy arrays of Python objects instead, it held the
+        # interpreter while scanning them, and reading ahead was no faster.)
+        with _ReadAhead(self, position, head, batch_size) as ahead:
+            for batch, new_position in ahead:
                 self._in_transaction(con, partial(self._load, con, batch, new_position))
                 loaded += batch.count
-                position = new_position
-                if done:
-                    self._seen = head
-                    return loaded
+        self._seen = head
+        return loaded
 
     def _read(self, read_raw: RawRead, position: int, head: int, batch_size: int) -> StagedBatch:
         if position >= head:
@@ -292,12 +288,13 @@ class AnalyticsProjection:
         if batch.count:
             con.register("raw_batch", batch.columns)
             try:
-                con.execute(STAGE)
+                for statement in INGEST:
+                    con.execute(statement)
             finally:
                 con.unregister("raw_batch")
+            span = {"first": batch.first_position, "last": batch.last_position}
             for statement in LOADS:
-                con.execute(statement)
-            con.execute("DELETE FROM staged")
+                con.execute(statement, span)
             self._batches += 1
             if self._crash_in_batch is not None and self._batches >= self._crash_in_batch:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -318,28 +315,95 @@ class AnalyticsProjection:
 
 RawRead = Callable[[int, int, int], list[RawRecord]]
 _RAW_COLUMNS: Final = ("position", "aggregate_id", "version", "topic", "state")
+_RAW_TYPES: Final = (pa.int64(), pa.string(), pa.int64(), pa.string(), pa.binary())
 
 
 @dataclass(frozen=True)
 class StagedBatch:
-    """A batch of stored records as columns DuckDB scans without a Python call per row
-    (built on the reading thread, while the previous batch loads)."""
+    """A batch of stored records as Arrow columns, which DuckDB scans without the
+    interpreter (built on the reading thread, while the previous batch loads)."""
 
     count: int
+    first_position: int
     last_position: int
-    columns: dict[str, Any]
+    columns: pa.Table
 
     @classmethod
     def of(cls, records: list[RawRecord]) -> StagedBatch:
         values: list[Sequence[Any]] = (
             list(zip(*records, strict=True)) if records else [() for _ in _RAW_COLUMNS]
         )
-        kinds = (np.int64, object, np.int64, object, object)
-        columns = {
-            name: np.array(column, dtype=kind)
-            for name, column, kind in zip(_RAW_COLUMNS, values, kinds, strict=True)
-        }
-        return cls(len(records), records[-1][0] if records else 0, columns)
+        columns = pa.table(
+            {
+                name: pa.array(column, type=kind)
+                for name, column, kind in zip(_RAW_COLUMNS, values, _RAW_TYPES, strict=True)
+            }
+        )
+        first, last = (records[0][0], records[-1][0]) if records else (0, 0)
+        return cls(len(records), first, last, columns)
+
+
+class _ReadAhead:
+    """Batches of the log from `position` up to `head`, read on a thread of its own at most
+    `_AHEAD` batches ahead of the loader; yields (batch, position after it). The reader's
+    error is raised in the loader; a loader that stops early stops the reader."""
+
+    _AHEAD: Final = 2
+
+    def __init__(
+        self, projection: AnalyticsProjection, position: int, head: int, batch_size: int
+    ) -> None:
+        self._projection = projection
+        self._position, self._head, self._batch_size = position, head, batch_size
+        self._queue: queue.Queue[tuple[StagedBatch, int, bool] | BaseException] = queue.Queue(
+            self._AHEAD
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read_all, name="analytics-read", daemon=True)
+
+    def __enter__(self) -> _ReadAhead:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:  # unblock a reader waiting to hand over a batch
+                self._queue.get_nowait()
+        self._thread.join()
+
+    def __iter__(self) -> Iterator[tuple[StagedBatch, int]]:
+        while True:
+            item = self._queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            batch, new_position, done = item
+            yield batch, new_position
+            if done:
+                return
+
+    def _read_all(self) -> None:
+        position = self._position
+        try:
+            with self._projection.store.raw_reader() as read_raw:
+                while not self._stop.is_set():
+                    batch = self._projection._read(read_raw, position, self._head, self._batch_size)
+                    done = batch.count < self._batch_size
+                    new_position = self._head if done else batch.last_position
+                    if not self._hand_over((batch, new_position, done)) or done:
+                        return
+                    position = new_position
+        except BaseException as exc:  # handed to the loader, which raises it
+            self._hand_over(exc)
+
+    def _hand_over(self, item: tuple[StagedBatch, int, bool] | BaseException) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
 
 def upcast_old_shapes(records: list[RawRecord]) -> list[RawRecord]:

@@ -1,7 +1,7 @@
 """The analytics database's layout: tables loaded from each batch, views over them, reports.
 
 Every table is append-only, one row per event (or per DoD check), keyed by the event's global
-position: a batch is loaded by a few `INSERT ... SELECT` statements over the staged batch, the
+position: a batch is loaded by a few `INSERT ... SELECT` statements over the batch, the
 JSON taken apart by DuckDB itself. What changes over a run's life (status, a step's end, an
 issue's closing) is a view that folds those rows, so a rebuild and an incremental load can
 never disagree, and nothing is ever updated in place.
@@ -19,23 +19,32 @@ TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
     source VARCHAR NOT NULL)"""
 
-#: One batch of stored records as read from the log, before DuckDB takes the JSON apart.
-STAGED = """CREATE TEMP TABLE IF NOT EXISTS staged (
-    position BIGINT, aggregate_id VARCHAR, version INTEGER, event_type VARCHAR,
-    topic VARCHAR, ts VARCHAR, payload VARCHAR)"""
+#: The event's name from its topic (`StepStarted.v2` → `StepStarted`), and a stream's type
+#: from the first word of its first event's name (`RunStarted` → run, `IssueOpened` → issue):
+#: new aggregates need no change here.
+_EVENT_TYPE = r"regexp_extract(topic, '([A-Za-z0-9_]+)(\.v[0-9]+)?$', 1)"
+_STREAM_TYPE = "lower(regexp_extract({0}, '^[A-Z][a-z0-9]*'))"
 
-#: A batch of stored records as they are (`EventStore.raw_reader`), handed over as columns.
-#: DuckDB takes each apart: the event's name from its topic, the envelope's timestamp, and
-#: the payload without the envelope, whose values are columns of their own (the hashes,
-#: random and incompressible, stay in the log for audits). The envelope comes first in the
-#: stored JSON, so its timestamp is the first one: found without parsing the payload.
-STAGE: Final = r"""INSERT INTO staged
-    SELECT position, aggregate_id, version,
-        regexp_extract(topic, '([A-Za-z0-9_]+)(\.v[0-9]+)?$', 1), topic,
-        nullif(regexp_extract(state, '"timestamp":"([^"]*)"', 1), ''),
-        regexp_replace(state, '^\{.*?"event_hash":"[^"]*",?', '{')
-    FROM (SELECT position, aggregate_id, version, topic,
-            coalesce(try(decode(state)), '') AS state FROM raw_batch)"""
+#: A batch of stored records as they are (`EventStore.raw_reader`), handed over as columns
+#: (`raw_batch`), goes straight into `events`: DuckDB takes each record apart, the envelope's
+#: timestamp and the payload without the envelope (the hashes, random and incompressible,
+#: stay in the log for audits). The envelope comes first in the stored JSON, so its
+#: timestamp is the first one: found without parsing the payload. Every other table is then
+#: loaded from the batch's rows of `events` (`LOADS`), the payload parsed by DuckDB.
+INGEST: Final = (
+    f"""INSERT OR IGNORE INTO aggregates
+    SELECT aggregate_id, {_STREAM_TYPE.format(_EVENT_TYPE)}, position
+    FROM raw_batch WHERE version = 1""",
+    rf"""INSERT INTO events
+    SELECT r.position, r.aggregate_id,
+        coalesce(a.aggregate_type, {_STREAM_TYPE.format("r.event_type")}),
+        r.version, r.event_type, r.topic,
+        TRY_CAST(nullif(regexp_extract(r.state, '"timestamp":"([^"]*)"', 1), '') AS TIMESTAMP),
+        TRY_CAST(regexp_replace(r.state, '^\{{.*?"event_hash":"[^"]*",?', '{{') AS JSON)
+    FROM (SELECT position, aggregate_id, version, topic, {_EVENT_TYPE} AS event_type,
+            coalesce(try(decode(state)), '') AS state FROM raw_batch) r
+        LEFT JOIN aggregates a USING (aggregate_id)""",
+)
 
 TABLES: Final = (
     """CREATE TABLE aggregates (
@@ -303,8 +312,8 @@ VIEWS: Final = (
 VIEW_NAMES: Final = ("runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds")
 
 # -- loading one batch ---------------------------------------------------------------------
-# Every table is loaded from the staged batch; each but `events` from the rows of its event
-# types, every payload parsed once into the shape below (`json_transform`: a field missing or
+# Every table but `events` is loaded from the batch's rows of its event types in `events`,
+# every payload parsed once into the shape below (`json_transform`: a field missing or
 # of another type reads as NULL).
 
 
@@ -347,24 +356,14 @@ _ISSUE = _shape(
 def _rows(shape: str, *types: str) -> str:
     names = ", ".join(f"'{t}'" for t in types)
     return (
-        "FROM (SELECT position, aggregate_id, event_type, TRY_CAST(ts AS TIMESTAMP) AS timestamp, "
-        f"json_transform(payload, {shape}) AS j FROM staged WHERE event_type IN ({names}))"
+        "FROM (SELECT position, aggregate_id, event_type, timestamp, "
+        f"json_transform(payload, {shape}) AS j FROM events "
+        f"WHERE position BETWEEN $first AND $last AND event_type IN ({names}))"
     )
 
 
+#: The tables taken from the batch's rows of `events` (positions `$first` to `$last`).
 LOADS: Final = (
-    # A stream's type is the first word of its first event (`RunStarted` → run,
-    # `IssueOpened` → issue): new aggregates need no change here.
-    """INSERT OR IGNORE INTO aggregates
-    SELECT aggregate_id, lower(regexp_extract(event_type, '^[A-Z][a-z0-9]*')), position
-    FROM staged WHERE version = 1""",
-    """INSERT INTO events
-    SELECT s.position, s.aggregate_id,
-        coalesce(a.aggregate_type, lower(regexp_extract(s.event_type, '^[A-Z][a-z0-9]*'))),
-        s.version, s.event_type, s.topic, TRY_CAST(s.ts AS TIMESTAMP),
-        TRY_CAST(s.payload AS JSON)
-    FROM staged s LEFT JOIN aggregates a USING (aggregate_id)
-    ORDER BY s.position""",
     f"""INSERT INTO run_events
     SELECT position, aggregate_id, event_type, timestamp, j.recipe_id, j.task.description,
         j.session_id, j.trace_id, j.total_steps,

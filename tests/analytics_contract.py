@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from controlroom.domain.errors import ModelCallError, ModelError
+from controlroom.domain.errors import ModelCallError, ModelError, StoreUnavailableError
 from controlroom.domain.events import parse_topic
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
@@ -194,3 +195,54 @@ class AnalyticsContract:
         assert dump(analytics) == live
         status = analytics.status()
         assert (status.position, status.lag) == (store.max_position(), 0)
+
+    def test_a_failing_read_or_load_stops_at_the_last_whole_batch_and_leaves_no_reader(
+        self,
+        workspace: Path,
+        store: EventStore,
+        analytics: AnalyticsProjection,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The log is read on a thread of its own, ahead of the loader: a read that fails
+        is raised to the caller, a load that fails stops the reader, and either way the
+        file holds whole batches only and the next catch-up goes on from there."""
+        record_history(workspace, store, rounds=1)
+        # Positions may skip numbers (a PostgreSQL sequence does): batches end at records.
+        positions = [n.id for n in store.recorder.select_notifications(start=0, limit=1_000_000)]
+        real_read = AnalyticsProjection._read
+        reads = 0
+
+        def read_failing_third(self: AnalyticsProjection, *args: Any) -> Any:
+            nonlocal reads
+            reads += 1
+            if reads == 3:
+                raise StoreUnavailableError("the log went away")
+            return real_read(self, *args)
+
+        monkeypatch.setattr(AnalyticsProjection, "_read", read_failing_third)
+        with pytest.raises(StoreUnavailableError, match="went away"):
+            analytics.catch_up(batch_size=10)
+        assert analytics.status().position == positions[19]
+        monkeypatch.setattr(AnalyticsProjection, "_read", real_read)
+
+        real_load = AnalyticsProjection._load
+        loads = 0
+
+        def load_failing_second(self: AnalyticsProjection, *args: Any) -> None:
+            nonlocal loads
+            loads += 1
+            if loads == 2:
+                raise RuntimeError("disk full")
+            real_load(self, *args)
+
+        monkeypatch.setattr(AnalyticsProjection, "_load", load_failing_second)
+        with pytest.raises(RuntimeError, match="disk full"):
+            analytics.catch_up(batch_size=10)
+        assert analytics.status().position == positions[29]
+        assert not [t for t in threading.enumerate() if t.name == "analytics-read"]
+        monkeypatch.setattr(AnalyticsProjection, "_load", real_load)
+
+        assert analytics.catch_up(batch_size=10) == len(positions) - 30
+        live = dump(analytics)
+        analytics.rebuild()
+        assert dump(analytics) == live
