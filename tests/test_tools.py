@@ -193,3 +193,25 @@ def test_third_party_tools_plug_in_through_entry_points(
     assert [t.name for t in load_plugins()] == ["word_count"]
     registry = ToolRegistry.default()
     assert "word_count" in registry.names()
+
+
+def test_what_a_text_states_is_remembered_per_text_and_per_cast() -> None:
+    """The memo of statements is keyed by the text and by what the cast says: the same
+    text read with another cast, or a changed text, is read anew."""
+    from controlroom.tools.canon import cast_from_names
+    from controlroom.tools.facts import statements_in
+
+    text = "Mara had grey eyes. Tom was tall."
+    mara = cast_from_names({"Mara": ["Mara"]})
+    both = cast_from_names({"Mara": ["Mara"], "Tom": ["Tom"]})
+    first = statements_in(text, mara)
+    assert [(s.entity, s.kind.attribute) for s in first] == [("Mara", "eyes")]
+    first.clear()  # the caller's list is its own
+    assert len(statements_in(text, mara)) == 1
+    assert {(s.entity, s.kind.attribute) for s in statements_in(text, both)} == {
+        ("Mara", "eyes"),
+        ("Tom", "height"),
+    }
+    assert [s.words for s in statements_in(text.replace("grey", "green"), mara)] == ["green"]
+    # An equal cast built again shares the memo's entry.
+    assert cast_from_names({"Mara": ["Mara"]}).key == mara.key
