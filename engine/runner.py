@@ -65,9 +65,6 @@ class StepRunner:
 
     async def commit(self, run: Run) -> None:
         """`save` from the event loop: through the group commit when offloading."""
-        await self._save(run)
-
-    async def _save(self, run: Run) -> None:
         if not self.offload:
             self.save(run)
             return
@@ -95,13 +92,13 @@ class StepRunner:
                     return
                 run.renew_lease(self.ctx.clock.now(), self.owner, self.lease_s)
                 if run.pending_count:
-                    await self._save(run)
+                    await self.commit(run)
 
     async def _commit_step(self, run: Run) -> None:
         async with self._lock:
             if self.owner is not None:
                 run.renew_lease(self.ctx.clock.now(), self.owner, self.lease_s)
-            await self._save(run)
+            await self.commit(run)
 
     async def _execute(self, run: Run) -> Run:
         assert run.recipe is not None
