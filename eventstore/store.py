@@ -13,8 +13,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -39,8 +38,6 @@ from controlroom.eventstore.mapper import PydanticMapper
 from controlroom.eventstore.postgres import prepared_schema
 
 A = TypeVar("A", bound=Aggregate)
-#: A stored record as it is: (position, aggregate id, version, topic, stored state).
-RawRecord = tuple[int, str, int, str, bytes]
 logger = logging.getLogger(__name__)
 #: Test-only fault injection: the process kills itself (SIGKILL) right after its Nth durable
 #: commit, so tests can stop it between any two commits. Unset in normal use.
@@ -325,51 +322,6 @@ class EventStore(Application[str]):
                 return
             cursor = notes[-1].id
 
-    @contextmanager
-    def raw_reader(self) -> Iterator[Callable[[int, int, int], list[RawRecord]]]:
-        """A bulk reader of stored records as they are: `read(after, stop, limit)` gives
-        (position, aggregate id, version, topic, stored state) after `after` up to `stop`,
-        oldest first. For readers that take the records apart themselves (the analytics
-        projection hands them to DuckDB): on SQLite it selects rows straight from the log's
-        table on a read-only connection of its own, with no object per record; elsewhere it
-        goes through the recorder."""
-        table = getattr(self.recorder, "events_table_name", "stored_events")
-        path = self.env.get("SQLITE_DBNAME", "")
-        if (
-            not path
-            or path.startswith(":memory:")
-            or "mode=memory" in path
-            or not table.isidentifier()
-        ):
-
-            def through_recorder(after: int, stop: int, limit: int) -> list[RawRecord]:
-                notes = self.recorder.select_notifications(
-                    start=after, limit=limit, stop=stop, inclusive_of_start=False
-                )
-                return [
-                    (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
-                    for n in notes
-                ]
-
-            yield through_recorder
-            return
-        conn = sqlite3.connect(
-            Path(path).resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False
-        )
-        query = (
-            f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
-            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?"
-        )
-        try:
-
-            def from_table(after: int, stop: int, limit: int) -> list[RawRecord]:
-                rows: list[RawRecord] = conn.execute(query, (after, stop, limit)).fetchall()
-                return rows
-
-            yield from_table
-        finally:
-            conn.close()
-
     def close(self) -> None:
         with self._observers_lock:
             committer, self._committer = self._committer, None
@@ -401,6 +353,5 @@ __all__ = [
     "EventStore",
     "IntegrityError",
     "Positioned",
-    "RawRecord",
     "Tracking",
 ]
