@@ -88,11 +88,14 @@ class Review:
 
 
 def workspace_scenes(ctx: Context) -> Scenes:
-    layout = detect_layout(ctx.workspace)
+    # A fresh view each time: the context's own workspace object lives as long as the
+    # server, and would keep showing the files as they were when it first read them.
+    workspace = ctx.workspace.snapshot()
+    layout = detect_layout(workspace)
     drafted = {u.number: u.title for u in layout.units if u.number is not None}
     outlined: dict[int, str] = {}
     if layout.outline:
-        text = ctx.workspace.read_text(layout.outline)
+        text = workspace.read_text(layout.outline)
         outlined = {int(s["number"]): str(s["title"]) for s in parse_outline(text)}
     return Scenes(drafted, outlined)
 

@@ -53,6 +53,9 @@ class ConferenceService:
     def __init__(self, ctx: Context, on_change: Report | None = None) -> None:
         self.ctx = ctx
         self.on_change = on_change
+        # One view of the files for the round: its tool calls and the quotes checked
+        # against them see the same text (and a long-lived server sees today's files).
+        self.workspace = ctx.workspace.snapshot()
 
     async def run(self, request: RoundRequest) -> ConferenceRound:
         unknown = sorted(set(request.allowed_tools) - set(self.ctx.tools.names()))
@@ -129,7 +132,7 @@ class ConferenceService:
             started = time.perf_counter()
             try:
                 result = await asyncio.to_thread(
-                    self.ctx.tools.execute, tool, dict(args), self.ctx.workspace
+                    self.ctx.tools.execute, tool, dict(args), self.workspace
                 )
             except ToolError as exc:
                 conference.refuse_tool(now, tool, f"the tool failed: {exc}")
@@ -214,7 +217,7 @@ class ConferenceService:
     def _verdict(self, conference: ConferenceRound, role: str, text: str) -> Verdict:
         def read(path: str) -> str | None:
             try:
-                return self.ctx.workspace.read_text(path)
+                return self.workspace.read_text(path)
             except (OSError, ControlRoomError, ValueError):
                 return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from controlroom.domain.plan_errors import ChiefReplyError, PlanInputError, Plan
 from controlroom.domain.plan_events import TaskFinished, TaskReviewed, TaskRunRequested
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import RunStarted, TokenUsage
+from controlroom.engine.chief import workspace_scenes
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.plan_driver import drive
@@ -232,3 +234,21 @@ def test_analytics_plans_and_tasks_agree_with_the_plan(ctx: Context) -> None:
         plans = analytics.query("SELECT plan_id, status, tasks, done FROM plans").rows
     assert tasks == [[t, s.value] for t, s in plan.states().items()]
     assert plans == [[plan.id, "running", 3, 2]]
+
+
+def test_the_chief_sees_the_files_as_they_are_now_in_a_long_lived_context(
+    ctx: Context, workspace: Path
+) -> None:
+    """A server's context lives for days: the scenes the Chief plans from are read anew."""
+    before = workspace_scenes(ctx)
+    assert 4 not in before.drafted
+    scene = workspace / "Story" / "Scenes" / "SCN-04-the-reckoning.md"
+    scene.write_text("# Scene 4: The Reckoning\n\nKael rang the bell.\n", encoding="utf-8")
+    outline = workspace / "Story" / "SCN-outline.md"
+    outline.write_text(
+        outline.read_text(encoding="utf-8") + "\n## Scene 5: The Thaw\n\nSpring comes.\n",
+        encoding="utf-8",
+    )
+    after = workspace_scenes(ctx)
+    assert "The Reckoning" in after.drafted[4]
+    assert 5 in after.outlined
