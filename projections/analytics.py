@@ -43,6 +43,7 @@ from controlroom.domain.events import EVENT_TYPES, UnknownEventTypeError, parse_
 from controlroom.eventstore.arrow_log import RAW_SCHEMA, ReadArrow, arrow_reader, records_table
 from controlroom.eventstore.config import state_dir
 from controlroom.eventstore.store import EventStore
+from controlroom.projections.analytics_batches import ROW_GROUP, BatchSizer
 from controlroom.projections.analytics_query import (
     LOCK_WAIT_S,
     AnalyticsResult,
@@ -69,11 +70,9 @@ log = logging.getLogger("controlroom.analytics")
 
 NAME: Final = "analytics"
 FILE_NAME: Final = "analytics.duckdb"
-#: Records per batch (one transaction each): DuckDB's row group. A batch that fills whole row
-#: groups of `events` is written to the file compressed as it commits; a smaller one goes
-#: through the write-ahead log and is rewritten at the checkpoint (a rebuild of a million
-#: events took about twice as long in batches of 20,000).
-BATCH: Final = 122_880
+#: Most records per batch (one transaction each): one DuckDB row group, fewer when the
+#: records are large (`analytics_batches`).
+BATCH: Final = ROW_GROUP
 #: Test-only fault injection: the process kills itself (SIGKILL) in the middle of its Nth
 #: batch, after the rows are loaded and before they commit. Unset in normal use.
 CRASH_IN_BATCH_VAR: Final = "CONTROLROOM_ANALYTICS_CRASH_IN_BATCH"
@@ -269,23 +268,23 @@ class AnalyticsProjection:
             self._in_transaction(con, lambda: self._reset(con))
             position = 0
         loaded = 0
-        # The log is read on a thread of its own, a batch or two ahead, while DuckDB loads
-        # the previous one: the read holds the interpreter (rows become Python objects, then
-        # Arrow columns), DuckDB's work on Arrow columns does not, so the two overlap on two
-        # cores. (Handing DuckDB numpy arrays of Python objects instead, it held the
-        # interpreter while scanning them, and reading ahead was no faster.)
-        with _ReadAhead(self, position, head, batch_size) as ahead:
+        # The log is read on a thread of its own, a batch ahead, while DuckDB loads the
+        # previous one: the two overlap on two cores, neither holding the interpreter for
+        # long (the ADBC drivers read into Arrow in C; DuckDB scans Arrow in C).
+        events_rows = con.execute("SELECT count(*) FROM events").fetchall()[0][0]
+        sizer = BatchSizer(batch_size, int(events_rows))
+        with _ReadAhead(self, position, head, sizer) as ahead:
             for batch, new_position in ahead:
                 self._in_transaction(con, partial(self._load, con, batch, new_position))
                 loaded += batch.count
         self._seen = head
         return loaded
 
-    def _read(self, read: ReadArrow, position: int, head: int, batch_size: int) -> StagedBatch:
+    def _read(self, read: ReadArrow, position: int, head: int, limit: int) -> StagedBatch:
         if position >= head:
             return StagedBatch.of(RAW_SCHEMA.empty_table())
         try:
-            records = read(position, head, batch_size)
+            records = read(position, head, limit)
         except Exception as exc:
             raise StoreUnavailableError(f"cannot read the event log: {exc}") from exc
         return StagedBatch.of(upcast_old_shapes(records))
@@ -346,10 +345,10 @@ class _ReadAhead:
     _AHEAD: Final = 1
 
     def __init__(
-        self, projection: AnalyticsProjection, position: int, head: int, batch_size: int
+        self, projection: AnalyticsProjection, position: int, head: int, sizer: BatchSizer
     ) -> None:
         self._projection = projection
-        self._position, self._head, self._batch_size = position, head, batch_size
+        self._position, self._head, self._sizer = position, head, sizer
         self._queue: queue.Queue[tuple[StagedBatch, int, bool] | BaseException] = queue.Queue(
             self._AHEAD
         )
@@ -382,8 +381,10 @@ class _ReadAhead:
         try:
             with arrow_reader(self._projection.store) as read:
                 while not self._stop.is_set():
-                    batch = self._projection._read(read, position, self._head, self._batch_size)
-                    done = batch.count < self._batch_size
+                    limit = self._sizer.next_limit()
+                    batch = self._projection._read(read, position, self._head, limit)
+                    self._sizer.took(batch.count, batch.columns.column("state").nbytes)
+                    done = batch.count < limit
                     new_position = self._head if done else batch.last_position
                     if not self._hand_over((batch, new_position, done)) or done:
                         return

@@ -25,6 +25,7 @@ from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.config import store_env
 from controlroom.eventstore.store import EventStore
 from controlroom.models.agents import AgentDirectory
+from controlroom.projections import analytics_batches
 from controlroom.projections.analytics import AnalyticsProjection
 from controlroom.projections.analytics_sql import TABLE_NAMES
 from controlroom.projections.views import Views
@@ -246,3 +247,33 @@ class AnalyticsContract:
         live = dump(analytics)
         analytics.rebuild()
         assert dump(analytics) == live
+
+    def test_batches_stay_under_the_byte_budget_and_load_the_same(
+        self,
+        workspace: Path,
+        store: EventStore,
+        analytics: AnalyticsProjection,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Large records make smaller batches (a batch is held in memory whole): with a
+        budget of 30 kB the log loads in many batches, none over it, to the same result."""
+        record_history(workspace, store, rounds=1)
+        analytics.rebuild()
+        whole = dump(analytics)
+        monkeypatch.setattr(analytics_batches, "BATCH_BYTES", 30_000)
+        monkeypatch.setattr(analytics_batches, "PROBE", 5)
+        real_load = AnalyticsProjection._load
+        batch_bytes: list[int] = []
+
+        def measured_load(self: AnalyticsProjection, con: Any, batch: Any, *rest: Any) -> None:
+            batch_bytes.append(batch.columns.column("state").nbytes)
+            real_load(self, con, batch, *rest)
+
+        monkeypatch.setattr(AnalyticsProjection, "_load", measured_load)
+        analytics.rebuild()
+        assert dump(analytics) == whole
+        assert len(batch_bytes) > 10, batch_bytes
+        largest_record = max(len(n.state) for n in store.recorder.select_notifications(0, 10**6))
+        # Each batch is sized from the records read before it: it may overshoot the budget
+        # by what its own records exceed their forerunners' mean, never by more than that.
+        assert max(batch_bytes) <= 30_000 + largest_record * 5, (batch_bytes, largest_record)
