@@ -14,8 +14,12 @@ records, one Python object each on the way.
 from __future__ import annotations
 
 import logging
+import sqlite3
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -41,6 +45,10 @@ RAW_SCHEMA: Final = pa.schema(
 )
 
 ReadArrow = Callable[[int, int, int], pa.Table]
+#: Stretches of a SQLite log at least this long are streamed by a child process (its start
+#: costs a few hundred milliseconds; it reads several times faster).
+CHILD_MIN_RECORDS: Final = 50_000
+_CHILD: Final = Path(__file__).with_name("arrow_child.py")
 
 
 @contextmanager
@@ -48,15 +56,21 @@ def arrow_reader(store: EventStore) -> Iterator[ReadArrow]:
     """A bulk reader of `store`'s log; its connection closes when the block ends."""
     table = getattr(store.recorder, "events_table_name", "stored_events")
     path = store.env.get("SQLITE_DBNAME", "")
-    if table.isidentifier() and path and not _in_memory(path) and _has("adbc_driver_sqlite"):
-        with _sqlite(Path(path), table) as read:
-            yield read
-        return
-    if table.isidentifier() and "POSTGRES_DBNAME" in store.env and _has("adbc_driver_postgresql"):
-        with _postgres(store.env, table) as read:
-            yield read
-        return
-    yield _through_recorder(store)
+    postgres = "POSTGRES_DBNAME" in store.env
+    with ExitStack() as opened:
+        read: ReadArrow | None = None
+        try:
+            if table.isidentifier() and path and not _in_memory(path):
+                read = opened.enter_context(_sqlite(Path(path), table))
+            elif table.isidentifier() and postgres and _has("adbc_driver_postgresql"):
+                read = opened.enter_context(_postgres(store.env, table))
+        except (ImportError, OSError) as exc:
+            # A driver that cannot load on this machine (its shared library): the recorder
+            # reads the same records, only slower.
+            log.warning(
+                "cannot load the ADBC driver (%s): reading the log through the recorder", exc
+            )
+        yield read if read is not None else _through_recorder(store)
 
 
 def records_table(records: list[tuple[int, str, int, str, bytes]]) -> pa.Table:
@@ -89,14 +103,112 @@ _SELECT: Final = (
 
 @contextmanager
 def _sqlite(path: Path, table: str) -> Iterator[ReadArrow]:
-    import adbc_driver_sqlite.dbapi as adbc_sqlite
-
-    # Read-only: this connection can never write to (or lock for writing) the log.
-    conn = adbc_sqlite.connect(path.resolve().as_uri() + "?mode=ro")
+    reader = _SQLiteReader(path, table)
     try:
-        yield _reading(conn, table, position="rowid", aggregate_id="originator_id")
+        yield reader.read
     finally:
-        conn.close()
+        reader.close()
+
+
+class _SQLiteReader:
+    """Short stretches of the log are read here, with Python's own sqlite3 (the ADBC driver
+    links a second copy of SQLite, and two copies in one process break each other's file
+    locks and the shared memory of the write-ahead log: a reader beside the store's writer
+    crashed the process). Long ones, a rebuild or a long catch-up, are streamed by a child
+    process that reads with the ADBC driver (`arrow_child.py`), several times faster."""
+
+    def __init__(self, path: Path, table: str) -> None:
+        self._path, self._table = path.resolve(), table
+        # Read-only: this connection can never write to (or lock for writing) the log.
+        self._conn = sqlite3.connect(
+            self._path.as_uri() + "?mode=ro", uri=True, check_same_thread=False
+        )
+        self._query = _SELECT.format(
+            position="rowid", aggregate_id="originator_id", table=table,
+            after="?", stop="?", limit="?",
+        )  # fmt: skip
+        self._child: _ChildStream | None = None
+        self._child_works = _has("adbc_driver_sqlite")
+
+    def read(self, after: int, stop: int, limit: int) -> pa.Table:
+        child = self._child
+        if child is not None and (child.position, child.stop) != (after, stop):
+            child.close()
+            child = self._child = None
+        if child is None and stop - after >= CHILD_MIN_RECORDS and self._child_works:
+            try:
+                child = self._child = _ChildStream(self._path, self._table, after, stop)
+            except OSError as exc:
+                log.warning("cannot start the log reader process (%s): reading here", exc)
+                self._child_works = False
+        if child is not None:
+            return child.take(limit)
+        return records_table(self._conn.execute(self._query, (after, stop, limit)).fetchall())
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.close()
+        self._conn.close()
+
+
+class _ChildStream:
+    """The records after `position` up to `stop`, streamed by `arrow_child.py`."""
+
+    def __init__(self, path: Path, table: str, after: int, stop: int) -> None:
+        self.position, self.stop = after, stop
+        # Closed in `close` (the stream outlives this call); the child's last words, if any.
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [sys.executable, str(_CHILD), str(path), table, str(after), str(stop)],
+            stdout=subprocess.PIPE,
+            stderr=self._errors,
+        )
+        assert self._proc.stdout is not None
+        self._stream: Any = None
+        self._pending: pa.RecordBatch | None = None
+        self._ended = False
+
+    def take(self, limit: int) -> pa.Table:
+        parts: list[pa.RecordBatch] = []
+        wanted = limit
+        while wanted > 0 and not self._ended:
+            if self._pending is None or self._pending.num_rows == 0:
+                self._pending = self._next()
+                if self._pending is None:
+                    break
+            part = self._pending.slice(0, wanted)
+            self._pending = self._pending.slice(part.num_rows)
+            parts.append(part)
+            wanted -= part.num_rows
+        found = pa.Table.from_batches(parts, schema=RAW_SCHEMA)
+        if found.num_rows:
+            self.position = int(found.column("position")[-1].as_py())
+        return found
+
+    def _next(self) -> pa.RecordBatch | None:
+        try:
+            if self._stream is None:
+                self._stream = pa.ipc.open_stream(self._proc.stdout)
+            batch: pa.RecordBatch = self._stream.read_next_batch()
+            return batch
+        except StopIteration:
+            pass
+        except pa.ArrowInvalid:  # the child died before its stream began or ended
+            pass
+        self._ended = True
+        if self._proc.wait() != 0:
+            self._errors.seek(0)
+            said = self._errors.read().decode("utf-8", "replace").strip().splitlines()
+            raise OSError(f"the log reader process failed: {said[-1] if said else 'no output'}")
+        return None
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._errors.close()
 
 
 @contextmanager
