@@ -13,6 +13,8 @@ path whatever the parent's import setup.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import sys
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pyarrow as pa
 
 #: Records per Arrow batch on the pipe; the parent cuts its own batches from the stream.
 CHUNK = 16_384
+
 SCHEMA = pa.schema(
     [
         ("position", pa.int64()),
@@ -32,12 +35,28 @@ SCHEMA = pa.schema(
 )
 
 
+def _pipe_size() -> int:
+    """The largest pipe an unprivileged process may ask for, at most 4 MB."""
+    try:
+        allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except (OSError, ValueError):
+        allowed = 1 << 20
+    return min(allowed, 4 << 20)
+
+
 def main(database: str, table: str, after: int, stop: int) -> None:
     if not table.isidentifier():
         raise SystemExit(f"not a table name: {table!r}")
+    with contextlib.suppress(OSError, AttributeError):
+        # A pipe of the largest size allowed (Linux; 64 kB by default): the stream crosses
+        # in fewer, larger writes (a million events read in about half the time).
+        fcntl.fcntl(sys.stdout.fileno(), fcntl.F_SETPIPE_SZ, _pipe_size())
     conn = adbc_sqlite.connect(Path(database).resolve().as_uri() + "?mode=ro")
     try:
-        with pa.ipc.new_stream(sys.stdout.buffer, SCHEMA) as out, conn.cursor() as cursor:
+        with (
+            pa.ipc.new_stream(sys.stdout.buffer, SCHEMA) as out,
+            conn.cursor() as cursor,
+        ):
             while after < stop:
                 cursor.execute(
                     "SELECT rowid, originator_id, originator_version, topic, state "

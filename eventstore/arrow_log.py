@@ -162,6 +162,7 @@ class _ChildStream:
             [sys.executable, str(_CHILD), str(path), table, str(after), str(stop)],
             stdout=subprocess.PIPE,
             stderr=self._errors,
+            bufsize=1 << 20,  # the stream is read in large pieces (the default is 8 kB)
         )
         assert self._proc.stdout is not None
         self._stream: Any = None

@@ -52,6 +52,8 @@ def postgres_env(dsn: str) -> dict[str, str]:
         )
     env = {
         "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        # Large commits outside psycopg's pipeline mode (`pg_recorder`).
+        "PROCESS_RECORDER_TOPIC": "controlroom.eventstore.pg_recorder:LargeCommitSafeRecorder",
         "POSTGRES_DBNAME": dbname,
         "POSTGRES_HOST": parts.hostname or "127.0.0.1",
         "POSTGRES_PORT": str(port),

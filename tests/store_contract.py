@@ -245,6 +245,21 @@ class EventStoreContract:
         store.save(tracking=Tracking(notification_id=2, application_name="closer"))
         assert store.tracked_position("closer") == 2 and store.max_position() == 2
 
+    def test_a_commit_of_several_megabytes_is_recorded_whole_with_its_tracking(
+        self, store: EventStore
+    ) -> None:
+        """A group commit of many runs, or chapter-sized slots, makes large transactions
+        (on PostgreSQL one of 5 MB once hung in psycopg's pipeline mode)."""
+        store.save(opened("iss_0"))
+        chapter = "It was a dark and stormy night; the rain fell in torrents. " * 1_000
+        issues = [opened(f"iss_{n}", detail=f"{n} {chapter}") for n in range(1, 101)]
+        store.save(*issues, tracking=Tracking(notification_id=1, application_name="bulk"))
+        assert store.max_position() == 101
+        assert store.tracked_position("bulk") == 1
+        assert [p.position for p in store.read_log(after=1)] == list(range(2, 102))
+        (last,) = store.stream("iss_100")
+        assert isinstance(last, IssueOpened) and last.detail.startswith("100 It was")
+
     @pytest.mark.parametrize("batch", [1, 3, 500])
     def test_reading_the_log_after_a_position_resumes_strictly_after_it(
         self, store: EventStore, batch: int
