@@ -287,7 +287,7 @@ class AnalyticsProjection:
             records = read(position, head, limit)
         except Exception as exc:
             raise StoreUnavailableError(f"cannot read the event log: {exc}") from exc
-        return StagedBatch.of(upcast_old_shapes(records))
+        return StagedBatch.of(as_text(upcast_old_shapes(records)))
 
     def _load(self, con: duckdb.DuckDBPyConnection, batch: StagedBatch, new_position: int) -> None:
         """One batch and its position, in the caller's transaction."""
@@ -417,6 +417,20 @@ def upcast_old_shapes(records: pa.Table) -> pa.Table:
                 state = orjson.dumps(EVENT_TYPES.upcast_data(topic, state)[1])
         upcast.append((position, aggregate_id, version, topic, state))
     return records_table(upcast)
+
+
+def as_text(records: pa.Table) -> pa.Table:
+    """The stored states as text, checked as UTF-8 here on the reading thread (in C, while
+    DuckDB loads the batch before), not decoded by DuckDB on the loading one. A record that
+    is not UTF-8 (damaged by hand or by the disk) is kept with its bad bytes replaced."""
+    states = records.column("state")
+    try:
+        text = states.cast(pa.string())
+    except pa.ArrowInvalid:
+        text = pa.array(
+            [state.decode("utf-8", "replace") for state in states.to_pylist()], pa.string()
+        )
+    return records.set_column(records.schema.get_field_index("state"), "state", text)
 
 
 def _is_old(topic: str) -> bool:

@@ -42,7 +42,7 @@ INGEST: Final = (
         TRY_CAST(nullif(regexp_extract(r.state, '"timestamp":"([^"]*)"', 1), '') AS TIMESTAMP),
         TRY_CAST(regexp_replace(r.state, '^\{{.*?"event_hash":"[^"]*",?', '{{') AS JSON)
     FROM (SELECT position, aggregate_id, version, topic, {_EVENT_TYPE} AS event_type,
-            coalesce(try(decode(state)), '') AS state FROM raw_batch) r
+            coalesce(state, '') AS state FROM raw_batch) r
         LEFT JOIN aggregates a USING (aggregate_id)""",
 )
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
+from controlroom.eventstore.arrow_log import records_table
+from controlroom.projections.analytics import as_text
 from controlroom.projections.analytics_batches import BatchSizer
 
 
@@ -49,3 +52,13 @@ def test_the_callers_batch_size_caps_every_read() -> None:
     assert sizes(sizer, 20, 10) == [7, 7, 6]
     with pytest.raises(ValueError):
         BatchSizer(0, 0)
+
+
+def test_states_become_text_and_a_damaged_one_keeps_its_readable_part() -> None:
+    records = records_table(
+        [(1, "run_a", 1, "RunStarted", b'{"a":"caf\xc3\xa9"}'), (2, "run_a", 2, "X", b"{\xff}")]
+    )
+    text = as_text(records)
+    assert text.schema.field("state").type == pa.string()
+    assert text.column("state").to_pylist() == ['{"a":"café"}', "{\ufffd}"]
+    assert text.column("position").to_pylist() == [1, 2]
