@@ -3,12 +3,13 @@ themselves (the analytics projection hands each batch to DuckDB).
 
 `read(after, stop, limit)` gives the stored records after position `after` up to `stop`
 (at most `limit`, oldest first) as they are: position, aggregate id, version, topic and the
-stored state, never decoded. On a SQLite file and on PostgreSQL the rows go from the
-database into Arrow columns inside an ADBC driver (Apache Arrow's database connectivity: C
-code that does not hold the interpreter, and on PostgreSQL a binary COPY), so a reader on a
-thread of its own leaves the interpreter to the rest of the process. The log in memory, or
-a database this release has no driver for, is read through the recorder instead: the same
-records, one Python object each on the way.
+stored state, never decoded. On PostgreSQL the rows go from the database into Arrow columns
+inside Apache Arrow's ADBC driver (a binary COPY, in C, not holding the interpreter). On a
+SQLite file, long stretches are streamed by a child process reading with the ADBC SQLite
+driver (`arrow_child.py`: that driver links its own SQLite, which must not share a process
+with the store's writer) and short ones are read here with `sqlite3`. The log in memory, or
+a driver that cannot load, is read through the recorder: the same records, one Python
+object each on the way.
 """
 
 from __future__ import annotations
