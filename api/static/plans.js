@@ -120,7 +120,22 @@ export async function showPlan(root, planId) {
     return columns;
   }
 
+  // What the user is typing into an answer, and where the cursor is.
+  function typedAnswers() {
+    const typed = new Map();
+    for (const form of body.querySelectorAll(".answer-form")) {
+      const input = form.querySelector("input");
+      if (input && (input.value || document.activeElement === input)) {
+        typed.set(form.dataset.taskId, { value: input.value, focused: document.activeElement === input });
+      }
+    }
+    return typed;
+  }
+
   function render() {
+    // Every live update re-renders the plan: an answer being typed must survive it (a Chief
+    // review arriving mid-sentence wiped the field, and the answer sent was empty).
+    const typed = typedAnswers();
     replace(
       body,
       h("h1", {}, "Plan ", badge(plan.status)),
@@ -130,6 +145,14 @@ export async function showPlan(root, planId) {
       message,
       section("Tasks", h("div", { class: "plan-graph", id: "plan-graph" }, levels().map((column) => h("div", { class: "plan-column" }, column.map(taskCard))))),
     );
+    for (const form of body.querySelectorAll(".answer-form")) {
+      const kept = typed.get(form.dataset.taskId);
+      const input = form.querySelector("input");
+      if (kept && input) {
+        input.value = kept.value;
+        if (kept.focused) input.focus();
+      }
+    }
   }
 
   replace(root, body);
