@@ -11,7 +11,7 @@ import asyncio
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -78,6 +78,20 @@ def record_history(workspace: Path, store: EventStore, rounds: int = 2) -> dict[
     special["resumed"] = asyncio.run(service.resume(run.id)).id
     Followers(store).catch_up()  # the DoD-issue policy opens its issues
     return special
+
+
+def failing_call(real: Callable[..., Any], nth: int, error: Exception) -> Callable[..., Any]:
+    """`real`, except that its `nth` call raises `error` instead."""
+    calls = 0
+
+    def call(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == nth:
+            raise error
+        return real(*args)
+
+    return call
 
 
 def dump(analytics: AnalyticsProjection) -> dict[str, list[list[Any]]]:
@@ -211,32 +225,17 @@ class AnalyticsContract:
         # Positions may skip numbers (a PostgreSQL sequence does): batches end at records.
         positions = [n.id for n in store.recorder.select_notifications(start=0, limit=1_000_000)]
         real_read = AnalyticsProjection._read
-        reads = 0
-
-        def read_failing_third(self: AnalyticsProjection, *args: Any) -> Any:
-            nonlocal reads
-            reads += 1
-            if reads == 3:
-                raise StoreUnavailableError("the log went away")
-            return real_read(self, *args)
-
-        monkeypatch.setattr(AnalyticsProjection, "_read", read_failing_third)
+        failing = failing_call(real_read, 3, StoreUnavailableError("the log went away"))
+        monkeypatch.setattr(AnalyticsProjection, "_read", failing)
         with pytest.raises(StoreUnavailableError, match="went away"):
             analytics.catch_up(batch_size=10)
         assert analytics.status().position == positions[19]
         monkeypatch.setattr(AnalyticsProjection, "_read", real_read)
 
         real_load = AnalyticsProjection._load
-        loads = 0
-
-        def load_failing_second(self: AnalyticsProjection, *args: Any) -> None:
-            nonlocal loads
-            loads += 1
-            if loads == 2:
-                raise RuntimeError("disk full")
-            real_load(self, *args)
-
-        monkeypatch.setattr(AnalyticsProjection, "_load", load_failing_second)
+        monkeypatch.setattr(
+            AnalyticsProjection, "_load", failing_call(real_load, 2, RuntimeError("disk full"))
+        )
         with pytest.raises(RuntimeError, match="disk full"):
             analytics.catch_up(batch_size=10)
         assert analytics.status().position == positions[29]
