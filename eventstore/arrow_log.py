@@ -74,7 +74,7 @@ def arrow_reader(store: EventStore) -> Iterator[ReadArrow]:
         yield read if read is not None else _through_recorder(store)
 
 
-def records_table(records: list[tuple[int, str, int, str, bytes]]) -> pa.Table:
+def records_table(records: list[tuple[int, str, int, str, bytes | None]]) -> pa.Table:
     """Records as Python tuples, in the same columns."""
     columns = list(zip(*records, strict=True)) if records else [() for _ in RAW_SCHEMA]
     arrays = [

@@ -64,6 +64,7 @@ from controlroom.projections.analytics_sql import (
     VIEW_NAMES,
     VIEWS,
 )
+from controlroom.projections.analytics_staging import split_envelopes
 from controlroom.projections.models import ProjectionStatus
 
 log = logging.getLogger("controlroom.analytics")
@@ -327,14 +328,18 @@ class StagedBatch:
     count: int
     first_position: int
     last_position: int
+    #: The stored states' size, in bytes (what the batches' sizes are kept under).
+    state_bytes: int
     columns: pa.Table
 
     @classmethod
-    def of(cls, columns: pa.Table) -> StagedBatch:
-        count = columns.num_rows
-        positions = columns.column("position")
+    def of(cls, records: pa.Table) -> StagedBatch:
+        """The stored records (their states as text), taken apart for DuckDB."""
+        count = records.num_rows
+        positions = records.column("position")
         first, last = (positions[0].as_py(), positions[-1].as_py()) if count else (0, 0)
-        return cls(count, first, last, columns)
+        state_bytes = records.column("state").nbytes
+        return cls(count, first, last, state_bytes, split_envelopes(records))
 
 
 class _ReadAhead:
@@ -383,7 +388,7 @@ class _ReadAhead:
                 while not self._stop.is_set():
                     limit = self._sizer.next_limit()
                     batch = self._projection._read(read, position, self._head, limit)
-                    self._sizer.took(batch.count, batch.columns.column("state").nbytes)
+                    self._sizer.took(batch.count, batch.state_bytes)
                     done = batch.count < limit
                     new_position = self._head if done else batch.last_position
                     if not self._hand_over((batch, new_position, done)) or done:

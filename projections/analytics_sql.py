@@ -25,11 +25,12 @@ TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
 _EVENT_TYPE = r"regexp_extract(topic, '([A-Za-z0-9_]+)(\.v[0-9]+)?$', 1)"
 _STREAM_TYPE = "lower(regexp_extract({0}, '^[A-Z][a-z0-9]*'))"
 
-#: A batch of stored records as they are (`eventstore.arrow_log`), handed over as columns
-#: (`raw_batch`), goes straight into `events`: DuckDB takes each record apart, the envelope's
-#: timestamp and the payload without the envelope (the hashes, random and incompressible,
-#: stay in the log for audits). The envelope comes first in the stored JSON, so its
-#: timestamp is the first one: found without parsing the payload. Every other table is then
+#: A batch of stored records (`eventstore.arrow_log`), handed over as columns (`raw_batch`)
+#: with the envelope's timestamp and the payload already cut out on the reading thread
+#: (`analytics_staging`), goes straight into `events`; the payload is checked as JSON here.
+#: A record of another shape (damaged, or from another release: its `fallback`) is taken
+#: apart here, more slowly, by the same rules: the first timestamp in the stored JSON (the
+#: envelope's comes first), the payload without the envelope. Every other table is then
 #: loaded from the batch's rows of `events` (`LOADS`), the payload parsed by DuckDB.
 INGEST: Final = (
     f"""INSERT OR IGNORE INTO aggregates
@@ -39,10 +40,12 @@ INGEST: Final = (
     SELECT r.position, r.aggregate_id,
         coalesce(a.aggregate_type, {_STREAM_TYPE.format("r.event_type")}),
         r.version, r.event_type, r.topic,
-        TRY_CAST(nullif(regexp_extract(r.state, '"timestamp":"([^"]*)"', 1), '') AS TIMESTAMP),
-        TRY_CAST(regexp_replace(r.state, '^\{{.*?"event_hash":"[^"]*",?', '{{') AS JSON)
+        coalesce(TRY_CAST(r.timestamp_text AS TIMESTAMP), TRY_CAST(nullif(
+            regexp_extract(r.fallback, '"timestamp":"([^"]*)"', 1), '') AS TIMESTAMP)),
+        coalesce(CASE WHEN json_valid(r.payload) THEN r.payload END,
+            TRY_CAST(regexp_replace(r.fallback, '^\{{.*?"event_hash":"[^"]*",?', '{{') AS JSON))
     FROM (SELECT position, aggregate_id, version, topic, {_EVENT_TYPE} AS event_type,
-            coalesce(state, '') AS state FROM raw_batch) r
+            timestamp_text, payload, fallback FROM raw_batch) r
         LEFT JOIN aggregates a USING (aggregate_id)""",
 )
 

@@ -265,7 +265,7 @@ class AnalyticsContract:
         batch_bytes: list[int] = []
 
         def measured_load(self: AnalyticsProjection, con: Any, batch: Any, *rest: Any) -> None:
-            batch_bytes.append(batch.columns.column("state").nbytes)
+            batch_bytes.append(batch.state_bytes)
             real_load(self, con, batch, *rest)
 
         monkeypatch.setattr(AnalyticsProjection, "_load", measured_load)
