@@ -203,8 +203,11 @@ def per_step(
     return statistics.median(ours), statistics.median(raw), statistics.median(same)
 
 
-def concurrent_runs(kind: str, dsn: str | None, counts: list[int]) -> dict[int, float]:
-    """Wall time of N runs of the main job at once, model calls taking 200 ms."""
+def concurrent_runs(
+    kind: str, dsn: str | None, counts: list[int], *, together: bool = True
+) -> dict[int, float]:
+    """Wall time of N runs of the main job at once, model calls taking 200 ms: submitted
+    together (as N requests at once are), or one after another, each submission awaited."""
     spec = fresh_store_spec(kind, dsn)
     walls: dict[int, float] = {}
     with workspace_copy() as workspace:
@@ -216,7 +219,11 @@ def concurrent_runs(kind: str, dsn: str | None, counts: list[int]) -> dict[int, 
             executor = Executor(ctx, max_concurrent=ctx.settings.max_concurrent_runs)
             await executor.start([])
             started = time.perf_counter()
-            ids = [(await executor.submit(RunRequest(DRAFT, {}))).id for _ in range(n)]
+            if together:
+                submitted = [executor.submit(RunRequest(DRAFT, {})) for _ in range(n)]
+                ids = [run.id for run in await asyncio.gather(*submitted)]
+            else:
+                ids = [(await executor.submit(RunRequest(DRAFT, {}))).id for _ in range(n)]
             while executor.tasks:
                 await asyncio.gather(*executor.tasks.values(), return_exceptions=True)
             wall = time.perf_counter() - started
@@ -393,6 +400,14 @@ def main() -> None:
                     f"1 run {walls[1]:.2f} s",
                     walls[n] / walls[1],
                 )
+            walls = concurrent_runs(kind, ns.postgres, [1, 50], together=False)
+            add(
+                "50 runs, submitted one by one",
+                kind,
+                f"{walls[50]:.2f} s",
+                f"1 run {walls[1]:.2f} s",
+                walls[50] / walls[1],
+            )
         if "rebuild" in only:
             rebuild, read = rebuild_vs_read(kind, ns.postgres, 20 if quick else 100)
             add(

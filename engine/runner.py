@@ -25,11 +25,13 @@ from controlroom.domain.errors import (
     StoreUnavailableError,
     WorkspaceError,
 )
-from controlroom.domain.outcomes import AttemptReport, Waiting
-from controlroom.domain.run import Run, RunStatus
+from controlroom.domain.outcomes import AttemptReport, StepOutcome, Waiting
+from controlroom.domain.run import Run, RunStatus, StepInstance
+from controlroom.engine import phase_a_order
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook, ignore_partial
-from controlroom.engine.performers import PERFORMERS, Execution, Performers
+from controlroom.engine.performers import PERFORMERS, Execution, Performer, Performers
+from controlroom.engine.phase_a_order import PhaseATurn
 from controlroom.eventstore.store import IntegrityError
 
 
@@ -42,6 +44,7 @@ class StepRunner:
         offload: bool = False,
         performers: Performers = PERFORMERS,
         owner: str | None = None,
+        phase_a: PhaseATurn | None = None,
     ) -> None:
         self.ctx = ctx
         self.on_partial = on_partial or ignore_partial
@@ -55,6 +58,8 @@ class StepRunner:
         #: writer thread, several runs per transaction) so the event loop keeps serving.
         self.offload = offload
         self.performers = performers
+        #: The run's place among the process's runs for phase A (`engine/phase_a_order.py`).
+        self.phase_a = phase_a
 
     def save(self, run: Run) -> None:
         """Commit the run's pending events; another writer's commit first is a conflict."""
@@ -112,6 +117,14 @@ class StepRunner:
             on_partial=self.on_partial,
         )
         execution.checkpoint = lambda: self.save(execution.run)
+        try:
+            return await self._steps(run, execution)
+        finally:
+            if self.phase_a is not None:
+                self.phase_a.give_up()
+
+    async def _steps(self, run: Run, execution: Execution) -> Run:
+        assert run.recipe is not None
         while not run.is_finished:
             current = run.next_step()
             if current is None:
@@ -120,9 +133,14 @@ class StepRunner:
                 self._check_dod(run)
                 await self._commit_step(run)
                 break
+            if self.phase_a is not None:
+                if run.recipe.phase_of(current.index) == "a":
+                    await self.phase_a.take()
+                else:
+                    self.phase_a.give_up()
             try:
                 performer = self.performers.for_kind(current.step.kind)
-                result = await performer(execution, current)
+                result = await self._perform(performer, execution, current)
                 if isinstance(result, Waiting):
                     run.wait(self.ctx.clock.now(), result)
                 else:
@@ -145,6 +163,25 @@ class StepRunner:
                 run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
                 await self._commit_step(run)
         return run
+
+    async def _perform(
+        self, performer: Performer, execution: Execution, current: StepInstance
+    ) -> StepOutcome | Waiting:
+        """The step's work. A phase A step that runs long (a tool crunching a manuscript)
+        lets the next run through meanwhile: the order is for short work, not a queue
+        behind one slow run."""
+        turn = self.phase_a
+        if turn is None or not turn.held:
+            return await performer(execution, current)
+        work = asyncio.ensure_future(performer(execution, current))
+        try:
+            await asyncio.wait({work}, timeout=phase_a_order.LONG_PHASE_A_STEP_S)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        if not work.done():
+            turn.give_up()  # taken again, by its rank, for the run's next phase A step
+        return await work
 
     def _attempt_recorder(self, run: Run) -> Callable[[AttemptReport], None]:
         def record(failure: AttemptReport) -> None:

@@ -31,6 +31,7 @@ from controlroom.domain.run_events import (
 )
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
+from controlroom.engine.phase_a_order import PhaseATurn
 from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.runner import StepRunner
 from controlroom.eventstore.store import IntegrityError
@@ -120,10 +121,16 @@ class RunService:
         return run
 
     async def execute(
-        self, run: Run, on_partial: PartialHook | None = None, *, offload: bool = False
+        self,
+        run: Run,
+        on_partial: PartialHook | None = None,
+        *,
+        offload: bool = False,
+        phase_a: PhaseATurn | None = None,
     ) -> Run:
         """Advance a run this process has claimed (or an unclaimed one, as tests do)."""
-        runner = StepRunner(self.ctx, on_partial, offload=offload, owner=run.owner or None)
+        owner = run.owner or None
+        runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner, phase_a=phase_a)
         return await runner.execute(run)
 
     async def resume(
@@ -133,6 +140,7 @@ class RunService:
         *,
         owner: str | None = None,
         offload: bool = False,
+        phase_a: PhaseATurn | None = None,
     ) -> Run:
         """Continue an unfinished run from its events. A finished run is returned as it is
         (its issues were opened by the DoD-issue policy, or will be at the next catch-up)."""
@@ -145,7 +153,7 @@ class RunService:
             takeover = bool(run.owner) and owner_is_gone(run.owner)
             run.claim(now, owner, self.ctx.settings.lease_s, takeover=takeover)
         run.resume(now)
-        runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner)
+        runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner, phase_a=phase_a)
         return await runner.execute(run)
 
     def retry(self, run_id: str, from_step: str | None = None, owner: str | None = None) -> Run:

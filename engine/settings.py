@@ -22,6 +22,7 @@ from controlroom.eventstore.store import CRASH_AFTER_COMMIT_VAR
 
 AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
 MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
+PHASE_A_VAR = "CONTROLROOM_PHASE_A_AT_ONCE"
 SSE_PING_VAR = "CONTROLROOM_SSE_PING_S"
 TOKEN_VAR = "CONTROLROOM_API_TOKEN"
 LEASE_VAR = "CONTROLROOM_LEASE_S"
@@ -45,6 +46,8 @@ class Settings:
     agent_timeout_s: float | None = None
     #: Runs executing at once in one process: model calls are I/O-bound, so many overlap.
     max_concurrent_runs: int = 64
+    #: Runs of one process in their phase A at once, earliest first (engine/phase_a_order.py).
+    phase_a_at_once: int = 8
     sse_ping_s: float = 15.0
     api_token: str | None = None
     #: How long a process's claim on a run holds without renewal; it renews at half.
@@ -82,6 +85,7 @@ class Settings:
             max_event_bytes=max_event_bytes(env.get(MAX_EVENT_BYTES_VAR)),
             agent_timeout_s=timeout or None,
             max_concurrent_runs=int(number(MAX_RUNS_VAR, 64, 1)),
+            phase_a_at_once=int(number(PHASE_A_VAR, 8, 1)),
             sse_ping_s=number(SSE_PING_VAR, 15.0, 0.1),
             api_token=_token(env.get(TOKEN_VAR)),
             lease_s=number(LEASE_VAR, 30.0, 1.0),

@@ -21,8 +21,10 @@ def test_values_are_read_and_typed() -> None:
             "CONTROLROOM_AGENT_TIMEOUT_S": "2.5",
             "CONTROLROOM_SSE_PING_S": "1",
             "CONTROLROOM_MAX_EVENT_BYTES": "4096",
+            "CONTROLROOM_PHASE_A_AT_ONCE": "3",
         }
     )
+    assert settings.phase_a_at_once == 3
     assert (settings.store, settings.max_concurrent_runs, settings.agent_timeout_s) == (
         "memory",
         4,
@@ -38,6 +40,7 @@ def test_values_are_read_and_typed() -> None:
         ("CONTROLROOM_MAX_CONCURRENT_RUNS", "0", "at least 1"),
         ("CONTROLROOM_AGENT_TIMEOUT_S", "-1", "at least 0"),
         ("CONTROLROOM_MAX_EVENT_BYTES", "12", "at least 1024"),
+        ("CONTROLROOM_PHASE_A_AT_ONCE", "0", "at least 1"),
     ],
 )
 def test_a_bad_value_is_an_error_naming_the_variable(
