@@ -185,6 +185,15 @@ class RunClaimedError(RunConflictError):
         )
 
 
+class ClaimLostError(RunConflictError):
+    """Another process claimed the run between our look at it and our claim (workers racing
+    for one queued run): nothing was done, the other process advances it."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        ControlRoomError.__init__(self, f"run {run_id} was claimed by another process first")
+
+
 class RetryStepError(BadInputError):
     """`retry --from` named a step the run cannot continue from."""
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from eventsourcing.persistence import Tracking
 
-from controlroom.domain.errors import ControlRoomError
+from controlroom.domain.errors import ClaimLostError, ControlRoomError, RunClaimedError
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import RunStarted, StepCompleted
 from controlroom.engine.context import Context
@@ -48,6 +48,8 @@ class Executor:
         self.start_new_runs = start_new_runs
         self.owner = process_owner()
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        #: Runs spawned here that another process claimed first (nothing done here).
+        self.claims_lost = 0
         self._slots = asyncio.Semaphore(max(1, max_concurrent))
         self.phase_a = PhaseAOrder(ctx.settings.phase_a_at_once)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -112,6 +114,9 @@ class Executor:
                         await self.service.execute(
                             run, self.on_partial, offload=self.offload, phase_a=turn
                         )
+                except (ClaimLostError, RunClaimedError):  # another worker won the race
+                    self.claims_lost += 1
+                    log.info("run %s: another process claimed it first", run_id)
                 except ControlRoomError as exc:
                     log.warning("run %s stopped: %s", run_id, exc)
                 finally:

@@ -12,6 +12,7 @@ from pydantic import JsonValue
 
 from controlroom.domain.errors import (
     BadInputError,
+    ClaimLostError,
     MissingArgsError,
     NotRoutableError,
     RunConflictError,
@@ -154,6 +155,14 @@ class RunService:
             run.claim(now, owner, self.ctx.settings.lease_s, takeover=takeover)
         run.resume(now)
         runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner, phase_a=phase_a)
+        if owner:
+            # The claim is recorded before any step is performed: of two workers racing for
+            # one run, the loser learns it here, not after repeating the winner's first step
+            # (a model call, perhaps) only to have its commit refused.
+            try:
+                await runner.commit(run)
+            except RunConflictError:
+                raise ClaimLostError(run_id) from None
         return await runner.execute(run)
 
     def retry(self, run_id: str, from_step: str | None = None, owner: str | None = None) -> Run:

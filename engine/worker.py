@@ -2,8 +2,10 @@
 them, several at once, beside other workers on the same store.
 
 Which runs are claimable is read from the runs projection (unfinished), then decided by
-the run aggregate itself (`Run.claimable`: not waiting, nobody's lease live); the claim is
-an event, so optimistic concurrency lets only one worker win a run. Policies run here too,
+the run aggregate itself (`Run.claimable`: not waiting, nobody's lease live) or by the
+owner's process: a claim by a process on this host that is gone is dead, whatever its
+lease says (a killed worker, an interrupted `controlroom run`). The claim is an event, so
+optimistic concurrency lets only one worker win a run. Policies run here too,
 each event reacted to once across all workers (their tracking rows see to that).
 
 On SIGTERM a worker stops claiming, lets the steps in flight finish for a grace period,
@@ -17,12 +19,24 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
-from controlroom.domain.run import Run
+from controlroom.domain.run import Run, RunStatus
 from controlroom.engine.context import Context
 from controlroom.engine.executor import Executor
 from controlroom.engine.followers import Followers
+from controlroom.engine.ports import owner_is_gone
 
 log = logging.getLogger("controlroom.worker")
+
+
+def _held_by_the_dead(run: Run) -> bool:
+    """Unfinished, not waiting, and claimed by a process on this host that no longer runs
+    (`RunService.resume` then takes it over)."""
+    return (
+        run.status == RunStatus.RUNNING
+        and not run.is_waiting
+        and bool(run.owner)
+        and owner_is_gone(run.owner)
+    )
 
 
 class Worker:
@@ -43,7 +57,13 @@ class Worker:
         self.poll_s = poll_s
         self.grace_s = grace_s
         self.executor = Executor(ctx, max_concurrent=self.concurrency, offload=True)
+        #: Runs this worker went for (some may have been claimed by another worker first).
         self.claimed = 0
+
+    @property
+    def taken(self) -> int:
+        """Runs this worker claimed and advanced."""
+        return self.claimed - self.executor.claims_lost
 
     @property
     def owner(self) -> str:
@@ -62,7 +82,7 @@ class Worker:
             if run_id in self.executor.tasks:
                 continue
             run = self.ctx.store.load(Run, run_id)
-            if run is not None and run.claimable(now):
+            if run is not None and (run.claimable(now) or _held_by_the_dead(run)):
                 found.append(run_id)
         return found
 
