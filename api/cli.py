@@ -329,7 +329,7 @@ def cmd_worker(ns: argparse.Namespace) -> int:
     )
     asyncio.run(main())
     views.close()
-    print(f"worker {worker.owner}: stopped after taking {worker.claimed} run(s)", file=sys.stderr)
+    print(f"worker {worker.owner}: stopped after taking {worker.taken} run(s)", file=sys.stderr)
     return EXIT_DONE
 
 
@@ -499,8 +499,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
         else:
             print(f"{run.id}: queued")
             print(
-                f"a worker executes it (controlroom worker); follow it: controlroom run {run.id}"
-                " --follow, or controlroom show RUN_ID",
+                f"a worker executes it (controlroom worker); follow it with "
+                f"`controlroom show {run.id} --follow`",
                 file=sys.stderr,
             )
         return EXIT_DONE
@@ -535,6 +535,18 @@ def _follow(ctx: Context, run_id: str, printer: Any) -> Run:
         if run.is_finished:
             return run
         time.sleep(0.3)
+
+
+def _follow_to_the_end(ctx: Context, ns: argparse.Namespace) -> int:
+    from controlroom.api.progress import ProgressPrinter
+
+    run = RunService(ctx).load(ns.run_id)  # no such run: its own error, before any wait
+    try:
+        run = _follow(ctx, run.id, None if ns.json else ProgressPrinter())
+    except KeyboardInterrupt:
+        print(f"\nstopped following {run.id}; it goes on without you", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return _finish(ctx, run, ns.json)
 
 
 def cmd_resume(ns: argparse.Namespace) -> int:
@@ -653,6 +665,8 @@ def cmd_show(ns: argparse.Namespace) -> int:
         return EXIT_DONE
     if ns.trail:
         return _show_trail(ctx, ns)
+    if ns.follow:
+        return _follow_to_the_end(ctx, ns)
     with _views(ctx) as views:
         view = views.query.run(ns.run_id)
     if ns.json:
@@ -662,9 +676,9 @@ def cmd_show(ns: argparse.Namespace) -> int:
         f"{view.run_id}  {view.recipe_id}  {view.status}"
         f"  step {view.current_step_index + 1}/{view.total_steps}"
     )
-    stalled = _not_advancing(view)
+    stalled = _stall_note(view)
     if stalled:
-        print(f"not advancing: {stalled}; continue it with `controlroom resume {view.run_id}`")
+        print(stalled)
     print(f"task: {view.task.description}")
     print(
         f"created {view.created_at}  updated {view.updated_at}"
@@ -739,14 +753,30 @@ def cmd_runs(ns: argparse.Namespace) -> int:
         print("no runs")
     for r in rows:
         note = f"  ({r.damage})" if r.damage else ""
-        stalled = _not_advancing(r)
+        stalled = _stall_note(r)
         if stalled:
-            note = f"  (not advancing: {stalled}; controlroom resume {r.run_id})"
+            note = f"  ({stalled})"
         print(
             f"{r.run_id}  {r.status:<9}  {r.recipe_id:<26}  {r.created_at}"
             f"  {r.description[:40]}{note}"
         )
     return EXIT_DONE
+
+
+def _stall_note(run: RunSummary | RunDetail) -> str | None:
+    """What to say of a running run that is not moving on by itself, and what to do."""
+    stalled = _not_advancing(run)
+    if stalled is None:
+        return None
+    if run.owner is None:  # queued, or released by a worker that stopped
+        return (
+            "queued: no process holds it; a worker takes it (`controlroom worker`), or run "
+            f"it here with `controlroom resume {run.run_id}`"
+        )
+    return (
+        f"not advancing: {stalled}; a worker takes it over (`controlroom worker`), or "
+        f"continue it here with `controlroom resume {run.run_id}`"
+    )
 
 
 def _not_advancing(run: RunSummary | RunDetail) -> str | None:
@@ -990,6 +1020,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--trail", action="store_true", help="the run's task packets and receipts, in order"
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="show its progress as it is made (by a worker, a server or another command) "
+        "until it ends; exits as `run` does",
     )
     p.set_defaults(func=cmd_show)
 

@@ -85,11 +85,14 @@ def _unreachable(env: dict[str, str], exc: BaseException) -> str:
         f"{env.get('POSTGRES_USER')}@{env.get('POSTGRES_HOST')}:{env.get('POSTGRES_PORT')}"
         f"/{env.get('POSTGRES_DBNAME')}"
     )
-    # The driver's message names host and cause; it never includes the password.
-    reason = " ".join(str(exc).split()) or type(exc).__name__
+    # The driver's message names host and cause; it never includes the password. Its lines
+    # ("... Connection refused", "Is the server running ...?") become one.
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+    reason = "; ".join(lines) or type(exc).__name__
+    stop = "" if reason.endswith((".", "?", "!")) else "."
     return (
-        f"cannot use the PostgreSQL store {where}: {reason}. Check that the server is running "
-        "and CONTROLROOM_STORE's credentials and database name"
+        f"cannot use the PostgreSQL store {where}: {reason}{stop} Check that the server is "
+        "running and that CONTROLROOM_STORE names the right user, password and database."
     )
 
 
@@ -335,9 +338,13 @@ class EventStore(Application[str]):
         if "SQLITE_DBNAME" in self.env:
             return str(self.env["SQLITE_DBNAME"])
         if "POSTGRES_DBNAME" in self.env:
+            # The schema too: two stores in one database are two logs (the analytics file
+            # keeps this as its source, and rebuilds when it changes).
+            schema = self.env.get("POSTGRES_SCHEMA")
             return (
                 f"postgresql://{self.env.get('POSTGRES_USER')}@{self.env.get('POSTGRES_HOST')}:"
                 f"{self.env.get('POSTGRES_PORT')}/{self.env.get('POSTGRES_DBNAME')}"
+                + (f"?schema={schema}" if schema else "")
             )
         return "process memory (CONTROLROOM_STORE=memory: gone when the process exits)"
 

@@ -102,9 +102,9 @@ def test_a_run_whose_process_was_killed_says_it_is_not_advancing(workspace: Path
     (run,) = json.loads(cli("runs", "-w", str(workspace), "--json").stdout)
     assert run["status"] == "running" and run["owner"].endswith(f":{process.pid}")
     listed = cli("runs", "-w", str(workspace)).stdout
-    assert f"(not advancing: its process {run['owner']} is gone; controlroom resume " in listed
+    assert f"(not advancing: its process {run['owner']} is gone; a worker takes it" in listed
     shown = cli("show", run["run_id"], "-w", str(workspace)).stdout
-    assert f"continue it with `controlroom resume {run['run_id']}`" in shown
+    assert f"continue it here with `controlroom resume {run['run_id']}`" in shown
 
 
 def test_a_run_missing_its_first_event_is_listed_as_damaged(workspace: Path) -> None:

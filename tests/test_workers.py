@@ -135,3 +135,24 @@ def test_a_queued_run_can_be_followed_while_a_worker_executes_it(workspace: Path
     assert (
         "[9/9] phase B · write_scene (write_file)" in followed.stderr and "done" in followed.stdout
     )
+
+
+def test_a_queued_run_says_so_and_its_hint_follows_it_to_the_end(workspace: Path) -> None:
+    queued = cli(workspace, "run", "Draft scene 4 from the outline", "--queue")
+    assert queued.returncode == 0, queued.stderr
+    run_id = queued.stdout.split(":")[0].strip()
+    hint = f"`controlroom show {run_id} --follow`"
+    assert hint in queued.stderr
+    listed = cli(workspace, "runs").stdout
+    assert "(queued: no process holds it; a worker takes it (`controlroom worker`)" in listed
+    proc = worker(workspace)
+    try:
+        followed = cli(workspace, *hint.strip("`").split()[1:])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert followed.returncode == 0, followed.stderr
+    assert "[9/9] phase B · write_scene (write_file)" in followed.stderr
+    assert run_id in followed.stdout and "done" in followed.stdout
+    missing = cli(workspace, "show", "run_0000000000000000", "--follow")
+    assert missing.returncode != 0 and "run_0000000000000000" in missing.stderr
