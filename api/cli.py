@@ -505,12 +505,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
             )
         return EXIT_DONE
     if ns.queue:
-        try:
-            run = _follow(ctx, run.id, None if ns.quiet else ProgressPrinter())
-        except KeyboardInterrupt:
-            print(f"\nstopped following {run.id}; it stays queued or running", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        return _finish(ctx, run, ns.json)
+        return _follow_to_the_end(ctx, run.id, show_progress=not ns.quiet, as_json=ns.json)
     try:
         run = asyncio.run(service.execute(run))
     except KeyboardInterrupt:
@@ -537,16 +532,18 @@ def _follow(ctx: Context, run_id: str, printer: Any) -> Run:
         time.sleep(0.3)
 
 
-def _follow_to_the_end(ctx: Context, ns: argparse.Namespace) -> int:
+def _follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json: bool) -> int:
+    """Follow a run another process advances (`run --queue --follow`, `show --follow`),
+    then report it as `run` does."""
     from controlroom.api.progress import ProgressPrinter
 
-    run = RunService(ctx).load(ns.run_id)  # no such run: its own error, before any wait
+    run = RunService(ctx).load(run_id)  # no such run: its own error, before any wait
     try:
-        run = _follow(ctx, run.id, None if ns.json else ProgressPrinter())
+        run = _follow(ctx, run.id, ProgressPrinter() if show_progress else None)
     except KeyboardInterrupt:
         print(f"\nstopped following {run.id}; it goes on without you", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return _finish(ctx, run, ns.json)
+    return _finish(ctx, run, as_json)
 
 
 def cmd_resume(ns: argparse.Namespace) -> int:
@@ -666,7 +663,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
     if ns.trail:
         return _show_trail(ctx, ns)
     if ns.follow:
-        return _follow_to_the_end(ctx, ns)
+        return _follow_to_the_end(ctx, ns.run_id, show_progress=not ns.json, as_json=ns.json)
     with _views(ctx) as views:
         view = views.query.run(ns.run_id)
     if ns.json:
