@@ -4,10 +4,17 @@
 import { api } from "./api.js";
 import { badge, errorBox, h, replace } from "./dom.js";
 
+const verifyAsked = new WeakMap(); // node -> the number of the latest check asked of it
+
 export async function showVerified(node, base) {
+  const ask = (verifyAsked.get(node) || 0) + 1;
+  verifyAsked.set(node, ask);
   replace(node, h("span", { class: "verify pending", id: "verified", dataset: { verified: "checking" } }, "checking the hash chain…"));
   try {
     const result = await api(`${base}/verify`);
+    // Checks overlap (the run's end and the button both ask); an older answer, slower to
+    // come back, must not overwrite a newer one that may have seen a changed store.
+    if (ask !== verifyAsked.get(node)) return;
     const recheck = h("button", { type: "button", class: "small", id: "verify-again", onclick: () => showVerified(node, base) }, "Check again");
     if (result.verified) {
       replace(node, h("span", { class: "verify ok", id: "verified", dataset: { verified: "true" } }, `✓ verified: ${result.events} events match their hash chain`), " ", recheck);
@@ -21,6 +28,7 @@ export async function showVerified(node, base) {
       );
     }
   } catch (error) {
+    if (ask !== verifyAsked.get(node)) return;
     replace(node, h("span", { class: "verify bad", id: "verified", dataset: { verified: "error" } }, "✗ cannot verify"), errorBox(error));
   }
 }
