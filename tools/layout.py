@@ -218,7 +218,12 @@ def _candidates(workspace: Workspace) -> list[str]:
 
 
 def detect_layout(workspace: Workspace) -> Layout:
-    """The declared layout when there is one, else what the folders and names show."""
+    """The declared layout when there is one, else what the folders and names show; worked
+    out once per workspace object (a run's snapshot), as its files are read once."""
+    return workspace.derived("layout", _detect_layout)
+
+
+def _detect_layout(workspace: Workspace) -> Layout:
     spec = declared_layout(workspace)
     paths = _candidates(workspace)
     warnings: list[str] = []

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from functools import cached_property
-from pathlib import Path, PurePosixPath
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from controlroom.domain.errors import WorkspaceError
 
@@ -16,6 +18,9 @@ TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 #: The common file-system limits (NAME_MAX, PATH_MAX): longer paths are refused by name
 #: here rather than failing inside a tool with the operating system's error.
 MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4096
+#: Non-blocking, so that a FIFO among the files is refused at once rather than waited on.
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+T = TypeVar("T")
 
 
 class Workspace:
@@ -30,6 +35,8 @@ class Workspace:
         self._root_text = str(self.root)
         self._root_prefix = self._root_text.rstrip(os.sep) + os.sep
         self._texts: dict[str, str] = {}
+        self._listing: tuple[list[str], frozenset[str]] | None = None
+        self._derived: dict[str, Any] = {}
 
     def snapshot(self) -> Workspace:
         """A fresh view for one run: files are read anew, then stay as first read."""
@@ -37,6 +44,9 @@ class Workspace:
 
     def resolve(self, relative: str) -> Path:
         """The real path of a workspace-relative path, or a WorkspaceError naming why not."""
+        return Path(self._real(relative))
+
+    def _real(self, relative: str) -> str:
         if not isinstance(relative, str) or not relative.strip():
             raise WorkspaceError("empty path")
         if "\x00" in relative:
@@ -58,7 +68,7 @@ class Workspace:
         real = os.path.realpath(os.path.join(self._root_text, *parts))
         if real != self._root_text and not real.startswith(self._root_prefix):
             raise WorkspaceError(f"path '{relative}' leads outside the workspace (through a link)")
-        return Path(real)
+        return real
 
     def exists(self, relative: str) -> bool:
         try:
@@ -68,28 +78,94 @@ class Workspace:
 
     def read_text(self, relative: str) -> str:
         """File text, read once per workspace object (a run sees one consistent snapshot)."""
-        key = str(PurePosixPath(relative.replace("\\", "/")))
-        if key not in self._texts:
-            path = self.resolve(relative)
-            try:
-                if not path.is_file():
-                    raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
-                self._texts[key] = path.read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                raise WorkspaceError(f"cannot read '{relative}': {exc.strerror}") from exc
-        return self._texts[key]
+        key = _key(relative)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = self._read(relative, key)
+        return text
 
-    @cached_property
+    def _read(self, relative: str, key: str) -> str:
+        fd = -1
+        if self._listing is not None and key in self._listing[1]:
+            # Seen by the listing as a plain file under plain folders: its real path is
+            # its joined path, no `realpath` needed (one `lstat` per part, for every file
+            # of every run). Opened without following a final link, so a file turned into
+            # a link since the listing takes the checked way below.
+            try:
+                fd = os.open(self._root_prefix + key, _READ_FLAGS | os.O_NOFOLLOW)
+            except OSError:
+                fd = -1
+        try:
+            if fd < 0:
+                fd = os.open(self._real(relative), _READ_FLAGS)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
+            # Universal newlines, as `Path.read_text` reads: CRLF and CR become LF.
+            with open(fd, encoding="utf-8", errors="replace", closefd=False) as file:
+                return file.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise WorkspaceError(f"file '{relative}' does not exist in the workspace") from None
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read '{relative}': {exc.strerror}") from exc
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    @property
     def text_files(self) -> list[str]:
         """Workspace-relative paths of every text file, sorted; links out are skipped."""
+        if self._listing is None:
+            self._listing = self._list_text_files()
+        return self._listing[0]
+
+    def _list_text_files(self) -> tuple[list[str], frozenset[str]]:
+        """The text files, and those of them that are plain files under plain folders.
+        Hidden files and folders are left out; linked folders are not entered."""
         found: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in filenames:
-                if name.startswith(".") or not name.lower().endswith(TEXT_SUFFIXES):
+        plain: set[str] = set()
+        folders = [("", self._root_text)]
+        while folders:
+            prefix, folder = folders.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
+            except OSError:
+                continue  # a folder that cannot be read holds no text we can use
+            for entry in listed:
+                name = entry.name
+                if name.startswith("."):
                     continue
-                full = Path(dirpath) / name
-                if full.is_symlink() and not full.resolve().is_relative_to(self.root):
+                try:
+                    if entry.is_dir():
+                        if not entry.is_symlink():
+                            folders.append((f"{prefix}{name}/", entry.path))
+                        continue
+                    linked = entry.is_symlink()
+                except OSError:
                     continue
-                found.append(full.relative_to(self.root).as_posix())
-        return sorted(found)
+                if not name.lower().endswith(TEXT_SUFFIXES):
+                    continue
+                if linked:
+                    real = os.path.realpath(entry.path)
+                    if real != self._root_text and not real.startswith(self._root_prefix):
+                        continue
+                else:
+                    plain.add(prefix + name)
+                found.append(prefix + name)
+        return sorted(found), frozenset(plain)
+
+    def derived(self, name: str, compute: Callable[[Workspace], T]) -> T:
+        """What `compute` makes of this workspace object's files, made once per object (as
+        its texts are read once): two tools of one run asking for the layout share it."""
+        if name not in self._derived:
+            self._derived[name] = compute(self)
+        value: T = self._derived[name]
+        return value
+
+
+def _key(relative: str) -> str:
+    """The cache key of a path: separators normalised, empty and `.` parts dropped (a
+    leading `/` kept, so an absolute path never meets a relative one's text)."""
+    posix = relative.replace("\\", "/")
+    parts = [part for part in posix.split("/") if part not in ("", ".")]
+    return ("/" if posix.startswith("/") else "") + "/".join(parts)
