@@ -38,6 +38,7 @@ from controlroom.domain.errors import (
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.plan_errors import PlanStateError
 from controlroom.domain.run import Run, RunStatus
+from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.ports import owner_is_gone, process_owner
@@ -327,7 +328,7 @@ def cmd_worker(ns: argparse.Namespace) -> int:
         f"{ctx.workspace.root} (SIGTERM or Ctrl-C stops it gracefully)",
         file=sys.stderr,
     )
-    asyncio.run(main())
+    event_loop.run(main())
     views.close()
     print(f"worker {worker.owner}: stopped after taking {worker.taken} run(s)", file=sys.stderr)
     return EXIT_DONE
@@ -507,7 +508,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     if ns.queue:
         return _follow_to_the_end(ctx, run.id, show_progress=not ns.quiet, as_json=ns.json)
     try:
-        run = asyncio.run(service.execute(run))
+        run = event_loop.run(service.execute(run))
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
@@ -566,7 +567,7 @@ def cmd_resume(ns: argparse.Namespace) -> int:
             if not ns.quiet:
                 printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)
                 ctx.store.observe(printer)
-            run = asyncio.run(service.resume(run_id, owner=process_owner()))
+            run = event_loop.run(service.resume(run_id, owner=process_owner()))
         except KeyboardInterrupt:
             print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -601,7 +602,7 @@ def cmd_retry(ns: argparse.Namespace) -> int:
     if printer:
         ctx.store.observe(printer)
     try:
-        run = asyncio.run(service.execute(run))
+        run = event_loop.run(service.execute(run))
     except KeyboardInterrupt:
         print(f"\ninterrupted: {run.id} is resumable", file=sys.stderr)
         return EXIT_INTERRUPTED

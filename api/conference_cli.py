@@ -11,12 +11,12 @@ tool policy), 64 bad input (an unknown tool, a role named twice).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from controlroom.domain.conference import ConferenceRound
 from controlroom.domain.errors import BadInputError
+from controlroom.engine import event_loop
 from controlroom.engine.conference import ConferenceService, RoundRequest
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
@@ -59,7 +59,7 @@ def run_conference(ctx: Context, ns: argparse.Namespace) -> int:
         require_tool=ns.require_tool,
     )
     printer = None if ns.json else _Printer()
-    conference = asyncio.run(ConferenceService(ctx, printer).run(request))
+    conference = event_loop.run(ConferenceService(ctx, printer).run(request))
     return _show(ctx, conference.id, ns, live=printer is not None)
 
 

@@ -20,12 +20,12 @@ the plan's state does not allow, 75 a conflict.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from controlroom.domain.errors import BadInputError
 from controlroom.domain.plan import PlanStatus, SessionPlan
+from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.plans import PlanService
@@ -88,7 +88,7 @@ def run_plan_command(ctx: Context, ns: argparse.Namespace) -> int:
             f"plan {action} needs {'an intent' if action == 'create' else 'a plan id'}"
         )
     if action == "create":
-        plan = asyncio.run(service.create(ns.target))
+        plan = event_loop.run(service.create(ns.target))
         return _show(ctx, plan.id, ns, created=True)
     plan_id = ns.target
     if action == "show":
@@ -133,7 +133,7 @@ def _execute(ctx: Context, plan_id: str, ns: argparse.Namespace) -> int:
         return _show(ctx, plan_id, ns)
     printer = None if ns.quiet or ns.json else _Printer()
     try:
-        plan = asyncio.run(drive(ctx, plan_id, followers, on_change=printer))
+        plan = event_loop.run(drive(ctx, plan_id, followers, on_change=printer))
     except KeyboardInterrupt:
         print(
             "\nstopped; the plan stays as recorded: continue with "

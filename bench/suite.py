@@ -56,6 +56,7 @@ from controlroom.domain.run_events import (  # noqa: E402
     RunCompleted,
     RunFailed,
 )
+from controlroom.engine import event_loop  # noqa: E402
 from controlroom.engine.context import Context  # noqa: E402
 from controlroom.engine.executor import Executor  # noqa: E402
 from controlroom.engine.service import RunRequest, RunService  # noqa: E402
@@ -220,11 +221,11 @@ def per_step(
             return (time.perf_counter() - started) / (runs * steps)
 
         ctx.store.observe(keep)
-        asyncio.run(ours_round())  # warm-up
+        event_loop.run(ours_round())  # warm-up
         raw_round()
         ours, engine, raw, same = [], [], [], []
         for _ in range(rounds):
-            whole, less_work = asyncio.run(ours_round())
+            whole, less_work = event_loop.run(ours_round())
             ours.append(whole)
             engine.append(less_work)
             raw.append(raw_round())
@@ -270,7 +271,7 @@ def concurrent_runs(
 
         try:
             for n in counts:
-                walls[n] = asyncio.run(wave(n))
+                walls[n] = event_loop.run(wave(n))
         finally:
             del os.environ["CONTROLROOM_OFFLINE_LATENCY_MS"]
             ctx.close()
@@ -341,7 +342,7 @@ def rebuild_vs_read(kind: str, dsn: str | None, runs: int) -> tuple[float, float
             for _ in range(runs):
                 await service.execute(service.start(RunRequest(DRAFT, {})))
 
-        asyncio.run(fill())
+        event_loop.run(fill())
         events = ctx.store.max_position()
         started = time.perf_counter()
         decoded = sum(1 for _ in ctx.store.read_log())
@@ -410,6 +411,7 @@ def main() -> None:
         rows.append((what, store, ours, base, f"{ratio:.2f}x{note}"))
         print(" | ".join(rows[-1]), flush=True)
 
+    print(f"event loop: {event_loop.loop_name()}", flush=True)
     print("what | store | ours | baseline | ratio", flush=True)
     for kind in backends:
         if "per-step" in only:
@@ -486,7 +488,8 @@ def main() -> None:
     if ns.markdown:
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         machine = (
-            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"event loop {event_loop.loop_name()}"
         )
         lines = [
             f"Measured {stamp} on {machine}{' (--quick sizes)' if quick else ''}.",
