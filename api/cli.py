@@ -280,7 +280,8 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     with listener:
         ctx = _open(ns)
         app = create_app(ctx, token, execute=not ns.no_execute)
-        server = uvicorn.Server(uvicorn.Config(app, log_level=ns.log_level))
+        config = uvicorn.Config(app, log_level=ns.log_level, loop=event_loop.loop_name())
+        server = uvicorn.Server(config)
         port = listener.getsockname()[1]
         host = f"[{ns.host}]" if ":" in ns.host else ns.host
         print(f"serving {ctx.workspace.root} on http://{host}:{port}", file=sys.stderr)
