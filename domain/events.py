@@ -75,10 +75,13 @@ class DomainEvent(BaseModel):
         The JSON made for the hash is kept, with the hash written in, as the event's
         stored form: one serialization per event on the write path.
         """
-        unsealed = cls(**fields)
-        body = unsealed.model_dump_json()
+        event = cls(**fields)
+        body = event.model_dump_json()
         digest = _digest(cls.type_name, body)
-        event = unsealed.model_copy(update={"event_hash": digest})
+        # Stamped in place rather than by `model_copy` (a second object per event): the
+        # event is not yet seen by anyone, and the hash is a plain string.
+        event.__dict__["event_hash"] = digest
+        event.__pydantic_fields_set__.add("event_hash")
         # The first `"event_hash":""` is the field itself: the envelope comes first, and
         # a quote inside any string value would be escaped.
         event._stored_json = body.replace(_EMPTY_HASH, f'"event_hash":"{digest}"', 1)

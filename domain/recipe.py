@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, SerializeAsAny, Tag
@@ -107,6 +108,12 @@ class Recipe(_Frozen):
         return data
 
     def fingerprint(self) -> str:
+        return self._fingerprint
+
+    # Worked out once per recipe: every run started from it records both. A recipe is
+    # frozen and never copied with changes, so what is remembered cannot go stale.
+    @cached_property
+    def _fingerprint(self) -> str:
         return "sha256:" + sha256_json(self.snapshot())
 
     def refs(self) -> Iterator[tuple[str, str]]:
@@ -121,12 +128,16 @@ class Recipe(_Frozen):
 
     def required_args(self) -> set[str]:
         """Args the task must supply: every `task.args.X` the recipe reads."""
+        return set(self._required_args)
+
+    @cached_property
+    def _required_args(self) -> frozenset[str]:
         names = set()
         for _, text in self.refs():
             arg = parse_ref(text).task_arg()
             if arg is not None:
                 names.add(arg)
-        return names
+        return frozenset(names)
 
 
 def _rebuild_recipe_model() -> None:

@@ -5,6 +5,7 @@ listed."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -117,3 +118,10 @@ def test_a_snapshot_keeps_its_layout_and_a_new_one_sees_the_change(folder: Path)
     (folder / "Chapters" / "Chapter 3.md").write_text("# Three\n")
     assert detect_layout(run) is first  # one run, one layout
     assert [u.number for u in detect_layout(workspace.snapshot()).units] == [1, 2, 3]
+
+
+def test_a_workspace_removed_after_it_was_opened_is_named_in_the_error(folder: Path) -> None:
+    workspace = Workspace(folder)
+    shutil.rmtree(folder)
+    with pytest.raises(WorkspaceError, match="cannot be read"):
+        detect_layout(workspace.snapshot())

@@ -31,16 +31,23 @@ class Workspace:
             raise WorkspaceError(f"workspace '{root}' is not a folder")
         if not os.access(root, os.R_OK | os.X_OK):
             raise WorkspaceError(f"workspace '{root}' is not readable")
-        self.root = root.resolve()
-        self._root_text = str(self.root)
+        self._open(root.resolve())
+
+    def _open(self, real_root: Path) -> None:
+        self.root = real_root
+        self._root_text = str(real_root)
         self._root_prefix = self._root_text.rstrip(os.sep) + os.sep
         self._texts: dict[str, str] = {}
         self._listing: tuple[list[str], frozenset[str]] | None = None
         self._derived: dict[str, Any] = {}
 
     def snapshot(self) -> Workspace:
-        """A fresh view for one run: files are read anew, then stay as first read."""
-        return Workspace(self.root)
+        """A fresh view for one run: files are read anew, then stay as first read. The
+        folder was checked when this workspace was opened; one removed since shows in the
+        run's first read as a missing file."""
+        fresh = Workspace.__new__(Workspace)
+        fresh._open(self.root)
+        return fresh
 
     def resolve(self, relative: str) -> Path:
         """The real path of a workspace-relative path, or a WorkspaceError naming why not."""
@@ -129,8 +136,12 @@ class Workspace:
             try:
                 with os.scandir(folder) as entries:
                     listed = list(entries)
-            except OSError:
-                continue  # a folder that cannot be read holds no text we can use
+            except OSError as exc:
+                if not prefix:  # the workspace itself: removed or unreadable since opened
+                    raise WorkspaceError(
+                        f"workspace '{self.root}' cannot be read: {exc.strerror}"
+                    ) from exc
+                continue  # a folder inside that cannot be read holds no text we can use
             for entry in listed:
                 name = entry.name
                 if name.startswith("."):
