@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from controlroom.tools.canon import CanonCard, Fact, cast_from_names, facts_of, parse_card
 from controlroom.tools.facts import Conflict, find_conflicts_in, plan_checks
@@ -274,9 +275,16 @@ def dialogue_ratio(text: str) -> float:
     return round(quoted / total, 3)
 
 
+_VOWEL_GROUP = re.compile(r"[aeiouy]+")
+
+
+@lru_cache(maxsize=1 << 16)
 def syllables(word: str) -> int:
-    groups = re.findall(r"[aeiouy]+", word.lower())
-    count = len(groups) - (1 if word.lower().endswith("e") and len(groups) > 1 else 0)
+    # Remembered per word: a text repeats its words, and the reading ease of a chapter
+    # asks for every one of them.
+    lower = word.lower()
+    groups = len(_VOWEL_GROUP.findall(lower))
+    count = groups - (1 if lower.endswith("e") and groups > 1 else 0)
     return max(1, count)
 
 

@@ -50,30 +50,36 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+_BE_FORMS = frozenset({"was", "were", "been", "is", "are"})
+
+
 class ProseAnalyzerArgs(ToolArgs):
     paths: list[str]
 
 
 def prose_metrics(text: str) -> dict[str, Any]:
     ws = words(text)
+    lowered = [w.lower() for w in ws]
     ss = sentences(text)
-    lengths = [len(words(s)) for _, s in ss]
-    adverbs = [w for w in ws if w.lower().endswith("ly") and w.lower() not in _NOT_ADVERBS]
+    sentence_words = [words(s) for _, s in ss]
+    lengths = [len(sw) for sw in sentence_words]
+    adverbs = [
+        w
+        for w, low in zip(ws, lowered, strict=True)
+        if low.endswith("ly") and low not in _NOT_ADVERBS
+    ]
     names = {n.lower() for n in name_set([text])}
     content = [
-        w.lower()
-        for w in ws
-        if w.lower() not in STOPWORDS
-        and w.lower() not in _FUNCTION_WORDS
-        and w.lower() not in names
-        and len(w) > 3
+        low
+        for w, low in zip(ws, lowered, strict=True)
+        if low not in STOPWORDS and low not in _FUNCTION_WORDS and low not in names and len(w) > 3
     ]
     repeated = [w for w, n in Counter(content).most_common(5) if n >= 4]
     passive = sum(
         1
-        for _, s in ss
-        for a, b in zip(words(s), words(s)[1:], strict=False)
-        if a.lower() in {"was", "were", "been", "is", "are"} and b.lower().endswith("ed")
+        for sw in sentence_words
+        for a, b in zip(sw, sw[1:], strict=False)
+        if a.lower() in _BE_FORMS and b.lower().endswith("ed")
     )
     avg = round(sum(lengths) / len(lengths), 1) if lengths else 0.0
     flags = []
