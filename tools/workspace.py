@@ -43,8 +43,8 @@ class Workspace:
 
     def snapshot(self) -> Workspace:
         """A fresh view for one run: files are read anew, then stay as first read. The
-        folder was checked when this workspace was opened; one removed since shows in the
-        run's first read as a missing file."""
+        folder was checked when this workspace was opened; one removed since is named in
+        the error of the run's first listing or read."""
         fresh = Workspace.__new__(Workspace)
         fresh._open(self.root)
         return fresh
