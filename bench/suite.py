@@ -122,7 +122,9 @@ def workspace_copy() -> Iterator[Path]:
 
 
 def open_ctx(workspace: Path, store: str, **env: str) -> Context:
-    settings = Settings.from_env({"CONTROLROOM_STORE": store, **env})
+    # The environment's settings apply (CONTROLROOM_PHASE_A_AT_ONCE, ...), as they do to the
+    # commands; the store is the suite's own.
+    settings = Settings.from_env({**os.environ, "CONTROLROOM_STORE": store, **env})
     tools = ToolRegistry.default(with_plugins=False).with_tools(NoopTool())
     return Context.open(workspace, settings=settings, tools=tools)
 
@@ -412,6 +414,8 @@ def main() -> None:
         print(" | ".join(rows[-1]), flush=True)
 
     print(f"event loop: {event_loop.loop_name()}", flush=True)
+    for name in sorted(k for k in os.environ if k.startswith("CONTROLROOM_")):
+        print(f"setting: {name}={os.environ[name]}", flush=True)
     print("what | store | ours | baseline | ratio", flush=True)
     for kind in backends:
         if "per-step" in only:
@@ -491,6 +495,11 @@ def main() -> None:
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"event loop {event_loop.loop_name()}"
         )
+        settings = [
+            f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CONTROLROOM_")
+        ]
+        if settings:
+            machine += ", with " + " ".join(f"`{s}`" for s in settings)
         lines = [
             f"Measured {stamp} on {machine}{' (--quick sizes)' if quick else ''}.",
             "",
