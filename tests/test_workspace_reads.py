@@ -125,3 +125,36 @@ def test_a_workspace_removed_after_it_was_opened_is_named_in_the_error(folder: P
     shutil.rmtree(folder)
     with pytest.raises(WorkspaceError, match="cannot be read"):
         detect_layout(workspace.snapshot())
+
+
+def test_every_example_file_reads_as_a_plain_text_read_gives_it() -> None:
+    for example in ("novel", "dorian"):
+        root = Path(__file__).resolve().parents[1] / "examples" / example
+        workspace = Workspace(root)
+        assert workspace.text_files
+        for relative in workspace.text_files:
+            expected = (root / relative).read_text(encoding="utf-8", errors="replace")
+            assert workspace.read_text(relative) == expected, relative
+
+
+def test_short_reads_are_read_to_the_end(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Some file systems (FUSE, network mounts) return fewer bytes than asked before the end."""
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 3)))
+    assert Workspace(folder).read_text("Chapters/Chapter 2.md") == "# Two\n\nIt went on.\n"
+
+
+def test_a_file_grown_since_its_size_was_taken_is_read_whole(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = folder / "Chapters" / "Chapter 2.md"
+    real_fstat = os.fstat
+
+    def fstat_then_grow(fd: int) -> os.stat_result:
+        status = real_fstat(fd)
+        with path.open("a") as file:
+            file.write("And on.\n")
+        return status
+
+    monkeypatch.setattr(os, "fstat", fstat_then_grow)
+    assert Workspace(folder).read_text("Chapters/Chapter 2.md").endswith("It went on.\nAnd on.\n")

@@ -105,11 +105,10 @@ class Workspace:
         try:
             if fd < 0:
                 fd = os.open(self._real(relative), _READ_FLAGS)
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode):
                 raise WorkspaceError(f"file '{relative}' does not exist in the workspace")
-            # Universal newlines, as `Path.read_text` reads: CRLF and CR become LF.
-            with open(fd, encoding="utf-8", errors="replace", closefd=False) as file:
-                return file.read()
+            data = _read_all(fd, status.st_size)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise WorkspaceError(f"file '{relative}' does not exist in the workspace") from None
         except OSError as exc:
@@ -117,6 +116,10 @@ class Workspace:
         finally:
             if fd >= 0:
                 os.close(fd)
+        # As `Path.read_text` reads: UTF-8 with bad bytes replaced, universal newlines
+        # (CRLF and CR become LF).
+        text = data.decode("utf-8", errors="replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
     @property
     def text_files(self) -> list[str]:
@@ -172,6 +175,21 @@ class Workspace:
             self._derived[name] = compute(self)
         value: T = self._derived[name]
         return value
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The file's bytes: one read when it holds what `fstat` said (what it held then, as
+    if read a moment earlier), else reads to the end (it grew, or a file system gave a
+    short read). Each read lets go of the interpreter lock, and while many runs read at
+    once each taking it back is a wake-up; `open()` asks the size again and reads once
+    more to find the end, twice the system calls."""
+    first = os.read(fd, size + 1)
+    if len(first) == size:
+        return first
+    chunks = [first]
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _key(relative: str) -> str:
