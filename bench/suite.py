@@ -121,6 +121,11 @@ def workspace_copy() -> Iterator[Path]:
         yield target
 
 
+def settings_set() -> list[str]:
+    """The environment's CONTROLROOM_ settings (they apply to the suite's runs): NAME=value."""
+    return [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CONTROLROOM_")]
+
+
 def open_ctx(workspace: Path, store: str, **env: str) -> Context:
     # The environment's settings apply (CONTROLROOM_PHASE_A_AT_ONCE, ...), as they do to the
     # commands; the store is the suite's own.
@@ -414,8 +419,8 @@ def main() -> None:
         print(" | ".join(rows[-1]), flush=True)
 
     print(f"event loop: {event_loop.loop_name()}", flush=True)
-    for name in sorted(k for k in os.environ if k.startswith("CONTROLROOM_")):
-        print(f"setting: {name}={os.environ[name]}", flush=True)
+    for setting in settings_set():
+        print(f"setting: {setting}", flush=True)
     print("what | store | ours | baseline | ratio", flush=True)
     for kind in backends:
         if "per-step" in only:
@@ -495,11 +500,8 @@ def main() -> None:
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"event loop {event_loop.loop_name()}"
         )
-        settings = [
-            f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CONTROLROOM_")
-        ]
-        if settings:
-            machine += ", with " + " ".join(f"`{s}`" for s in settings)
+        if settings_set():
+            machine += ", with " + " ".join(f"`{s}`" for s in settings_set())
         lines = [
             f"Measured {stamp} on {machine}{' (--quick sizes)' if quick else ''}.",
             "",

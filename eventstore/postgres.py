@@ -138,6 +138,7 @@ def prefer_lz4(recorder: object) -> None:
     """
     from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
     from eventsourcing.postgres import PostgresApplicationRecorder
+    from psycopg.sql import SQL, Identifier
 
     if not isinstance(recorder, PostgresApplicationRecorder):
         return
@@ -155,7 +156,11 @@ def prefer_lz4(recorder: object) -> None:
             ).fetchone()
             if row is None or _compression(row) == "l":
                 return
-            conn.execute(f'ALTER TABLE "{schema}"."{table}" ALTER COLUMN state SET COMPRESSION lz4')
+            conn.execute(
+                SQL("ALTER TABLE {}.{} ALTER COLUMN state SET COMPRESSION lz4").format(
+                    Identifier(schema), Identifier(table)
+                )
+            )
     except (OperationalError, InterfaceError):
         raise  # the server went away: as any other failure to open
     except PersistenceError as exc:  # the library's wrapping of the server's refusal
