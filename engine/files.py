@@ -13,12 +13,8 @@ read. A resumed step therefore knows where it stands from the file's hash alone:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
-from pathlib import Path, PurePosixPath
 
 from controlroom.domain.errors import (
     FileWriteConflictError,
@@ -31,6 +27,7 @@ from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.steps import Ref, WriteFileStep
 from controlroom.domain.templates import placeholders, render
 from controlroom.engine.performers import Execution
+from controlroom.engine.pinned_write import PinnedFile, Protected
 from controlroom.tools.workspace import STATE_DIR, Workspace
 
 
@@ -56,60 +53,26 @@ def target_path(step: WriteFileStep, run: Run) -> tuple[str, list[str]]:
     return render(step.path, task, run.slot_values), list(placeholders(step.path))
 
 
-def checked_target(workspace: Workspace, relative: str) -> tuple[str, Path]:
-    """The normalised relative path and real path of a file the step may write."""
-    real = workspace.resolve(relative)
-    normal = PurePosixPath(relative.replace("\\", "/")).as_posix()
-    if normal.split("/", 1)[0] == STATE_DIR:
-        raise WorkspaceError(f"path '{relative}' is inside {STATE_DIR}/, which is Control Room's")
-    if real.is_dir() or relative.endswith(("/", "\\")):
+def checked_target(workspace: Workspace, relative: str) -> tuple[str, list[str]]:
+    """The normalised relative path of a file the step may write, and its parts. The
+    path's text is checked here (absolute, `..`, too long, Control Room's folder); where
+    it really leads is checked as it is written (`engine/pinned_write.py`)."""
+    workspace.resolve(relative)  # the textual checks, with their messages
+    if relative.endswith(("/", "\\")):
         raise WorkspaceError(f"path '{relative}' is a folder, not a file")
-    if real.exists() and not real.is_file():
-        raise WorkspaceError(f"path '{relative}' is not a regular file")
-    return normal, real
+    parts = [p for p in relative.replace("\\", "/").split("/") if p not in ("", ".")]
+    if parts[0] == STATE_DIR:
+        raise WorkspaceError(f"path '{relative}' is inside {STATE_DIR}/, which is Control Room's")
+    return "/".join(parts), parts
 
 
-def file_sha256(path: Path) -> str | None:
-    """The file's hash, None when there is no file."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise WorkspaceError(f"cannot read '{path.name}': {exc.strerror}") from exc
-
-
-def write_atomically(real: Path, data: bytes, relative: str, before: str | None) -> None:
-    """Temp file beside the target, fsync, check the target is still as read, rename."""
-    try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise WorkspaceError(f"cannot write '{relative}': {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        now = file_sha256(real)
-        if now != before:
-            raise FileWriteConflictError(
-                relative,
-                now,
-                {"as the run read it": before},
-                "the file was changed by someone else after the run read it",
-            )
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # the rename is durable once its folder is synced
-        folder = os.open(real.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+def protected_places(execution: Execution) -> Protected:
+    """Control Room's state folder and, when it lives in the workspace, the store's file."""
+    store_file = execution.ctx.store.sqlite_file
+    return Protected.of(
+        [execution.ctx.workspace.root / STATE_DIR],
+        [] if store_file is None else [store_file],
+    )
 
 
 async def perform_write_file(execution: Execution, instance: StepInstance) -> FileWriteOutcome:
@@ -120,7 +83,7 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
     data = text.encode("utf-8")
     intended = hashlib.sha256(data).hexdigest()
     wanted, refs = target_path(step, run)
-    relative, real = checked_target(execution.ctx.workspace, wanted)
+    relative, parts = checked_target(execution.ctx.workspace, wanted)
     earlier = run.files_written.get(relative)
     if earlier is not None and earlier.step_id != step.step_id:
         raise WorkspaceError(
@@ -139,43 +102,46 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
             input_slot_refs=[step.source_slot, *refs],
         )
 
-    now = file_sha256(real)
-    intent = run.file_intents.get(instance.instance_id)
-    if intent is not None:
-        # Resumed after the intent was committed: the file's hash says what happened.
-        if (intent.path, intent.sha256_intended) != (relative, intended):
-            raise FileWriteConflictError(
-                relative,
-                now,
-                {"recorded intent": intent.sha256_intended},
-                f"the step's recorded intent was to write '{intent.path}' with other content",
-            )
-        if now == intended:
-            return outcome(intent.sha256_before, True)
-        if now != intent.sha256_before:
-            raise FileWriteConflictError(
-                relative,
-                now,
-                {"as the run read it": intent.sha256_before, "what this step writes": intended},
-                "outcome unknown: after this step recorded its intent the file came to hold "
-                "neither what the run read nor what it meant to write",
-            )
-        before = intent.sha256_before
-    else:
-        if now == intended:
-            return outcome(now, True)  # already there (an earlier run with the same inputs)
-        if step.mode == "create" and now is not None:
-            raise FileWriteConflictError(
-                relative,
-                now,
-                {"mode 'create'": None, "what this step writes": intended},
-                "the file already exists with other content (move it away, or use mode "
-                "'replace' to replace it)",
-            )
-        if now is not None and not os.access(real, os.W_OK):
-            raise WorkspaceError(f"'{relative}' is read-only: not replaced")
-        before = now
-        run.intend_file_write(execution.ctx.clock.now(), relative, before, intended, len(data))
-        execution.checkpoint()
-    write_atomically(real, data, relative, before)
+    root = execution.ctx.workspace.root
+    with PinnedFile(root, parts, protected_places(execution), relative) as target:
+        now = target.sha256()
+        intent = run.file_intents.get(instance.instance_id)
+        if intent is not None:
+            # Resumed after the intent was committed: the file's hash says what happened.
+            if (intent.path, intent.sha256_intended) != (relative, intended):
+                raise FileWriteConflictError(
+                    relative,
+                    now,
+                    {"recorded intent": intent.sha256_intended},
+                    f"the step's recorded intent was to write '{intent.path}' with other content",
+                )
+            if now == intended:
+                target.remove_temp(intended)  # left by a write killed after its rename
+                return outcome(intent.sha256_before, True)
+            if now != intent.sha256_before:
+                raise FileWriteConflictError(
+                    relative,
+                    now,
+                    {"as the run read it": intent.sha256_before, "what this step writes": intended},
+                    "outcome unknown: after this step recorded its intent the file came to hold "
+                    "neither what the run read nor what it meant to write",
+                )
+            before = intent.sha256_before
+        else:
+            if now == intended:
+                return outcome(now, True)  # already there (an earlier run with the same inputs)
+            if step.mode == "create" and now is not None:
+                raise FileWriteConflictError(
+                    relative,
+                    now,
+                    {"mode 'create'": None, "what this step writes": intended},
+                    "the file already exists with other content (move it away, or use mode "
+                    "'replace' to replace it)",
+                )
+            if now is not None and not target.writable():
+                raise WorkspaceError(f"'{relative}' is read-only: not replaced")
+            before = now
+            run.intend_file_write(execution.ctx.clock.now(), relative, before, intended, len(data))
+            execution.checkpoint()
+        target.replace_with(data, before)
     return outcome(before, False)

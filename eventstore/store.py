@@ -333,6 +333,14 @@ class EventStore(Application[str]):
             committer.close()  # commits what is queued first
         super().close()
 
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The SQLite file holding the log, None for other backends (or memory)."""
+        name = self.env.get("SQLITE_DBNAME")
+        if not name or name == ":memory:" or name.startswith("file:"):
+            return None
+        return Path(name)
+
     def location(self) -> str:
         """Where the log lives, for people: a file, a database (no password), or memory."""
         if "SQLITE_DBNAME" in self.env:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-import controlroom.engine.files as files
 from controlroom.domain.errors import PathTemplateError, RecipeInvalidError
 from controlroom.domain.outcomes import FileWriteOutcome
 from controlroom.domain.recipe import Recipe
@@ -27,6 +26,7 @@ from controlroom.domain.steps import WriteFileStep
 from controlroom.domain.templates import render, slug
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
+from controlroom.engine.pinned_write import PinnedFile
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.projections.views import Views
 from controlroom.tools.base import ToolRegistry
@@ -195,7 +195,7 @@ def test_a_crash_before_the_rename_is_written_on_resume(
     def die(*args: Any) -> None:
         raise Crash
 
-    monkeypatch.setattr(files, "write_atomically", die)
+    monkeypatch.setattr(PinnedFile, "replace_with", die)
     with pytest.raises(Crash):
         asyncio.run(service.execute(run))
     assert not (workspace / "Notes" / "out.json").exists()
@@ -213,15 +213,15 @@ def test_a_crash_after_the_rename_is_recognised_by_the_hash_and_not_redone(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ctx, service, run = start(workspace, "Notes/out.json")
-    real = files.write_atomically
+    real = PinnedFile.replace_with
     writes: list[str] = []
 
     def write_then_die(*args: Any) -> None:
         real(*args)
-        writes.append(args[2])
+        writes.append(args[0].relative)
         raise Crash
 
-    monkeypatch.setattr(files, "write_atomically", write_then_die)
+    monkeypatch.setattr(PinnedFile, "replace_with", write_then_die)
     with pytest.raises(Crash):
         asyncio.run(service.execute(run))
     resumed = asyncio.run(service.resume(run.id))  # still patched: a second write would show
@@ -240,7 +240,7 @@ def test_a_file_edited_by_hand_while_the_outcome_is_unknown_is_a_conflict(
     def die(*args: Any) -> None:
         raise Crash
 
-    monkeypatch.setattr(files, "write_atomically", die)
+    monkeypatch.setattr(PinnedFile, "replace_with", die)
     with pytest.raises(Crash):
         asyncio.run(service.execute(run))
     monkeypatch.undo()
@@ -275,13 +275,13 @@ def test_a_file_changed_since_the_run_read_it_is_not_clobbered(
     scene = workspace / "Story" / "Scenes" / "SCN-03-the-archive.md"
     original = scene.read_bytes()
     ctx, service, run = start(workspace, "Story/Scenes/SCN-03-the-archive.md", mode="replace")
-    real = files.write_atomically
+    real = PinnedFile.replace_with
 
     def someone_edits_first(*args: Any) -> None:
         scene.write_text("edited meanwhile\n")
         real(*args)
 
-    monkeypatch.setattr(files, "write_atomically", someone_edits_first)
+    monkeypatch.setattr(PinnedFile, "replace_with", someone_edits_first)
     run = asyncio.run(service.execute(run))
     assert run.status == RunStatus.FAILED
     (failed,) = events(ctx, run.id, StepFailed)
