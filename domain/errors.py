@@ -244,3 +244,15 @@ class FileWriteConflictError(ControlRoomError):
 
 def _short(digest: str | None) -> str:
     return "no file" if digest is None else f"sha256:{digest}"
+
+
+class StepCrashedError(ControlRoomError):
+    """A step's work raised what no performer names (an operating-system fault, a bug, a
+    recursion limit): the step fails with it, recorded, rather than leaving its run
+    `running` with the exception lost in a log."""
+
+    def __init__(self, step_id: str, error: BaseException) -> None:
+        self.step_id = step_id
+        self.error_type = type(error).__name__
+        detail = str(error) or self.error_type
+        super().__init__(f"step '{step_id}' stopped on an unexpected {self.error_type}: {detail}")

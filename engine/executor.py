@@ -15,7 +15,12 @@ from collections.abc import Iterable, Sequence
 
 from eventsourcing.persistence import Tracking
 
-from controlroom.domain.errors import ClaimLostError, ControlRoomError, RunClaimedError
+from controlroom.domain.errors import (
+    ClaimLostError,
+    ControlRoomError,
+    RunClaimedError,
+    StoreUnavailableError,
+)
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import RunStarted, StepCompleted
 from controlroom.engine.context import Context
@@ -27,6 +32,13 @@ from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.store import Positioned
 
 log = logging.getLogger("controlroom.executor")
+
+#: A run stopped by a store fault (disk full, locked, unreachable) is taken up again here
+#: this many times, waiting 1, 2, 4 … seconds (at most `STORE_RETRY_MAX_DELAY_S`) between
+#: tries: about a quarter of an hour in all. Each try is logged (the store cannot record
+#: it); after the last, `controlroom resume` or a restart takes the run up.
+STORE_RETRY_LIMIT = 20
+STORE_RETRY_MAX_DELAY_S = 60.0
 
 
 class Executor:
@@ -53,6 +65,9 @@ class Executor:
         self._slots = asyncio.Semaphore(max(1, max_concurrent))
         self.phase_a = PhaseAOrder(ctx.settings.phase_a_at_once)
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Runs stopped by a store fault: how many times each was taken up again so far.
+        self.store_retries: dict[str, int] = {}
+        self._retry_timers: dict[str, asyncio.TimerHandle] = {}
 
     async def start(self, unfinished: Iterable[str]) -> None:
         """Begin: resume the given unfinished runs, and watch for delivered waits."""
@@ -64,6 +79,9 @@ class Executor:
     async def stop(self) -> None:
         """Stop executing; unfinished runs stay resumable from their events."""
         self.ctx.store.unobserve(self._on_commit)
+        for timer in self._retry_timers.values():
+            timer.cancel()
+        self._retry_timers.clear()
         tasks = list(self.tasks.values())
         for task in tasks:
             task.cancel()
@@ -114,15 +132,49 @@ class Executor:
                         await self.service.execute(
                             run, self.on_partial, offload=self.offload, phase_a=turn
                         )
+                    self.store_retries.pop(run_id, None)
                 except (ClaimLostError, RunClaimedError):  # another worker won the race
                     self.claims_lost += 1
                     log.info("run %s: another process claimed it first", run_id)
+                except StoreUnavailableError as exc:
+                    self._take_up_later(run_id, exc)
                 except ControlRoomError as exc:
                     log.warning("run %s stopped: %s", run_id, exc)
                 finally:
                     self.tasks.pop(run_id, None)
 
         self.tasks[run_id] = asyncio.create_task(execute(), name=run_id)
+
+    def _take_up_later(self, run_id: str, fault: StoreUnavailableError) -> None:
+        """A store fault stopped the run with nothing recorded: it is resumable, so take it
+        up again once the store may be back, a bounded number of times."""
+        tries = self.store_retries.get(run_id, 0) + 1
+        if tries > STORE_RETRY_LIMIT or self._loop is None:
+            log.error(
+                "run %s stopped on a store fault %d times; not taken up again here "
+                "(`controlroom resume %s` once the store is fixed): %s",
+                run_id,
+                tries - 1,
+                run_id,
+                fault,
+            )
+            return
+        self.store_retries[run_id] = tries
+        delay = min(STORE_RETRY_MAX_DELAY_S, 2.0 ** (tries - 1))
+        log.warning(
+            "run %s stopped on a store fault (%s); taken up again in %.0f s (try %d of %d)",
+            run_id,
+            fault,
+            delay,
+            tries,
+            STORE_RETRY_LIMIT,
+        )
+
+        def again() -> None:
+            self._retry_timers.pop(run_id, None)
+            self.spawn(run_id)
+
+        self._retry_timers[run_id] = self._loop.call_later(delay, again)
 
     def _on_commit(
         self, *, committed: Sequence[Positioned], tracking: Tracking | None, **future: object

@@ -22,6 +22,7 @@ from controlroom.domain.errors import (
     ControlRoomError,
     PayloadTooLargeError,
     RunConflictError,
+    StepCrashedError,
     StoreUnavailableError,
     WorkspaceError,
 )
@@ -170,6 +171,19 @@ class StepRunner:
         """The step's work. A phase A step that runs long (a tool crunching a manuscript)
         lets the next run through meanwhile: the order is for short work, not a queue
         behind one slow run."""
+        try:
+            return await self._perform_in_turn(performer, execution, current)
+        except ControlRoomError:
+            raise
+        except Exception as exc:
+            # Not a kind of failure the performer names, but still the step's: recorded as
+            # its failure, so the run ends instead of staying `running` (and `resume`
+            # meeting the same exception again).
+            raise StepCrashedError(current.instance_id, exc) from exc
+
+    async def _perform_in_turn(
+        self, performer: Performer, execution: Execution, current: StepInstance
+    ) -> StepOutcome | Waiting:
         turn = self.phase_a
         if turn is None or not turn.held:
             return await performer(execution, current)
