@@ -16,6 +16,7 @@ transaction) may catch up at once: they take turns.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -129,6 +130,11 @@ class Projections:
                         applied += count
                         if done:
                             break
+                except sqlite3.OperationalError as exc:
+                    # The database's own fault (disk full, locked): one line, no traceback,
+                    # as it repeats on every pass until fixed; the next pass resumes.
+                    log.warning("projection %s cannot catch up: %s", projection.name, exc)
+                    failure = failure or exc
                 except Exception as exc:
                     log.exception("projection %s failed to catch up", projection.name)
                     failure = failure or exc
