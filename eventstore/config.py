@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -42,11 +43,25 @@ def store_env(workspace: Path, spec: str | None = None) -> dict[str, str]:
         path = Path(raw)
         return {**common, **_sqlite(path if path.is_absolute() else workspace / path)}
     if spec.startswith(("postgres://", "postgresql://")):
+        _require_postgres_extra()
         return {**common, **postgres_env(spec)}
     raise StoreConfigError(
         f"{STORE_VAR}='{spec}' is not understood; use 'sqlite:///path', 'postgresql://…', "
         "'memory', or leave unset"
     )
+
+
+def _require_postgres_extra() -> None:
+    """PostgreSQL's driver is an extra: without it, say which, before anything imports it."""
+    try:
+        missing = any(importlib.util.find_spec(m) is None for m in ("psycopg", "psycopg_pool"))
+    except ImportError:
+        missing = True
+    if missing:
+        raise StoreConfigError(
+            f"{STORE_VAR} names a PostgreSQL store, which needs the PostgreSQL driver: "
+            "pip install 'controlroom[postgres]'"
+        )
 
 
 def _sqlite(path: Path) -> dict[str, str]:

@@ -136,6 +136,8 @@ def prefer_lz4(recorder: object) -> None:
     of opening the store: a server older than PostgreSQL 14 or built without lz4, or a role
     that does not own the table, keeps pglz (and says so in the log).
     """
+    if not any(c.__module__ == "eventsourcing.postgres" for c in type(recorder).__mro__):
+        return  # not PostgreSQL: nothing to import (psycopg is the `postgres` extra)
     from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.sql import SQL, Identifier

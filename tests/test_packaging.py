@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,8 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.timeout(180)
-def test_the_wheel_installs_everything_under_one_namespace(tmp_path: Path) -> None:
+def build_wheel(tmp_path: Path) -> Path:
     built = subprocess.run(
         [
             sys.executable,
@@ -34,6 +35,12 @@ def test_the_wheel_installs_everything_under_one_namespace(tmp_path: Path) -> No
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = tmp_path.glob("controlroom-*.whl")
+    return wheel
+
+
+@pytest.mark.timeout(180)
+def test_the_wheel_installs_everything_under_one_namespace(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names}
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"controlroom"}
@@ -51,3 +58,53 @@ def test_the_wheel_installs_everything_under_one_namespace(tmp_path: Path) -> No
         "controlroom = controlroom.api.cli:main"
         in zipfile.ZipFile(wheel).read(entry_points).decode()
     )
+
+
+@pytest.mark.timeout(600)
+def test_a_plain_install_without_extras_runs_the_main_job(tmp_path: Path) -> None:
+    """`pip install controlroom` as a user would: no PostgreSQL driver, no vendor SDKs."""
+    wheel = build_wheel(tmp_path)
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=450,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr
+    for extra in ("psycopg", "openai", "anthropic"):
+        probe = [str(venv / "bin" / "python"), "-c", f"import {extra}"]
+        assert subprocess.run(probe, capture_output=True, check=False).returncode != 0, extra
+    workspace = tmp_path / "novel"
+    shutil.copytree(
+        REPO / "examples" / "novel",
+        workspace,
+        ignore=shutil.ignore_patterns(".control-room", "SCN-04-*"),
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTROLROOM_")}
+    ran = subprocess.run(
+        [str(venv / "bin" / "controlroom"), "run", "Draft scene 4 from the outline"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert (workspace / "Story" / "Scenes" / "SCN-04-the-reckoning.md").is_file()
+    assert "recorded in" in ran.stdout + ran.stderr
+    postgres = subprocess.run(
+        [str(venv / "bin" / "controlroom"), "runs"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "CONTROLROOM_STORE": "postgresql://postgres@127.0.0.1:5432/test"},
+        check=False,
+    )
+    assert postgres.returncode == 64, postgres.stderr
+    assert "pip install 'controlroom[postgres]'" in postgres.stderr
+    assert "Traceback" not in postgres.stderr
