@@ -120,7 +120,8 @@ class Projections:
         """Apply every event recorded since each projection's position; returns how many
         events were applied, all projections together. One projection failing does not
         hold the others back; the first failure is raised once they all had their turn."""
-        applied, failure = 0, None
+        applied = 0
+        failure: Exception | None = None
         with self.lock:
             for projection in self._projections.values():
                 try:
