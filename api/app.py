@@ -31,6 +31,7 @@ from controlroom.api.errors import (
 )
 from controlroom.api.limits import LimitError, parse_position
 from controlroom.api.openapi import openapi_document
+from controlroom.api.origin_guard import OriginGuard, ServedHosts
 from controlroom.api.server import Server
 from controlroom.api.sse import log_stream, run_stream
 from controlroom.domain.errors import ControlRoomError, RunNotFoundError
@@ -314,7 +315,15 @@ async def not_found(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-def create_app(ctx: Context, token: str | None = None, *, execute: bool = True) -> Starlette:
+def create_app(
+    ctx: Context,
+    token: str | None = None,
+    *,
+    execute: bool = True,
+    hosts: ServedHosts | None = None,
+) -> Starlette:
+    """The app `serve` runs. `hosts`: the names requests may address, by default those of
+    a server on 127.0.0.1 (`ServedHosts.bound_to(serve --host, CONTROLROOM_ALLOWED_HOSTS)`)."""
     server = Server(ctx, execute=execute)
     checkpointer = Checkpointer.from_settings(ctx)  # a bad key is refused before serving
 
@@ -346,5 +355,8 @@ def create_app(ctx: Context, token: str | None = None, *, execute: bool = True) 
     token = token if token is not None else ctx.settings.api_token
     if token:
         app.add_middleware(BearerTokenMiddleware, token=token)
+    # Outside the token check: a request for another host, or a change from another
+    # site, is refused whether or not it carries the token.
+    app.add_middleware(OriginGuard, hosts=hosts or ServedHosts.bound_to("127.0.0.1"))
     app.add_middleware(dashboard.PageHeadersMiddleware)
     return app

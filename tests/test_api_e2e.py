@@ -99,7 +99,11 @@ def test_errors_are_json_and_name_the_field(workspace: Path) -> None:
         assert wrong_type.status_code == 400 and wrong_type.json()["error"]["field"] == "args"
         empty = client.post("/api/runs", json={})
         assert empty.status_code == 400
-        huge = client.post("/api/runs", content=b"x" * (1024 * 1024 + 1))
+        huge = client.post(
+            "/api/runs",
+            content=b"x" * (1024 * 1024 + 1),
+            headers={"content-type": "application/json"},
+        )
         assert huge.status_code == 413
         assert client.get("/api/runs/run_nope").status_code == 404
         assert client.get("/api/runs/run_nope/events").status_code == 404

@@ -57,7 +57,10 @@ def test_no_input_from_the_document_makes_the_server_fail(workspace: Path) -> No
                         if method == "post":
                             for body in BODIES:
                                 response = client.post(
-                                    url, params=params, content=json.dumps(body).encode()
+                                    url,
+                                    params=params,
+                                    content=json.dumps(body).encode(),
+                                    headers={"content-type": "application/json"},
                                 )
                                 if response.status_code >= 500:
                                     failures.append((method, url, params, body))

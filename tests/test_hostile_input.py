@@ -14,6 +14,8 @@ from controlroom.engine.context import Context
 from tests.live import live_server, read_sse
 from tests.test_cli_e2e import as_json, cli
 
+JSON = {"content-type": "application/json"}
+
 pytestmark = pytest.mark.e2e
 
 
@@ -50,12 +52,12 @@ def test_deeply_nested_args_are_refused_over_http_naming_the_field(workspace: Pa
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         for depth in (40, 200, 251, 1000):
             body = '{"recipe_id": "structural_canon", "args": {"deep": ' + deep_text(depth) + "}}"
-            response = client.post("/api/runs", content=body.encode())
+            response = client.post("/api/runs", content=body.encode(), headers=JSON)
             assert response.status_code == 400, (depth, response.text)
             error = response.json()["error"]
             assert error["field"].startswith("args.deep"), error
         deep_json = b'{"recipe_id": "structural_canon", "args": ' + b"[" * 5000 + b"]" * 5000 + b"}"
-        response = client.post("/api/runs", content=deep_json)
+        response = client.post("/api/runs", content=deep_json, headers=JSON)
         assert response.status_code == 400 and response.json()["error"]["code"] == "malformed_json"
         for body in (
             {"recipe_id": "structural_canon", "args": {"n": 2**70}},
