@@ -2,6 +2,8 @@
 `CONTROLROOM_CHECKPOINT_EVERY_S` set, a signed checkpoint is written to
 `<workspace>/.control-room/checkpoints/` whenever the log has grown, for export elsewhere
 (copy the folder off the machine: a checkpoint only anchors what an attacker cannot reach).
+The key's fingerprint is logged at start, for verifiers to check checkpoints against
+(`controlroom audit verify --key-fingerprint`): the key inside a checkpoint proves nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class Checkpointer:
         self.key = checkpoints.load_key(
             ctx.settings.checkpoint_key, ctx.settings.checkpoint_key_file
         )
+        self.fingerprint = checkpoints.fingerprint(self.key.public_key())
         self.last_position = -1
         self._task: asyncio.Task[None] | None = None
 
@@ -47,6 +50,12 @@ class Checkpointer:
         return path
 
     def start(self) -> None:
+        logger.info(
+            "signing checkpoints in %s with key %s; verify them with --key-fingerprint %s",
+            self.folder,
+            self.fingerprint,
+            self.fingerprint,
+        )
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:

@@ -123,6 +123,8 @@ def cmd_replay(ns: argparse.Namespace) -> int:
     ctx = _open(ns)
     if ns.checkpoint and not ns.verify:
         raise BadInputError("--checkpoint goes with --verify")
+    if (ns.public_key or ns.key_fingerprint) and not ns.checkpoint:
+        raise BadInputError("--public-key and --key-fingerprint go with --checkpoint")
     if ns.checkpoint:
         # First, and even for a run that is gone: its removal is what the checkpoint shows.
         from controlroom.api.audit_cli import print_report, trusted_key
@@ -130,7 +132,7 @@ def cmd_replay(ns: argparse.Namespace) -> int:
 
         checkpoint = checkpoints.read(Path(ns.checkpoint))
         report = checkpoints.verify(
-            ctx.store, checkpoint, trusted=trusted_key(ctx), run_id=ns.run_id
+            ctx.store, checkpoint, trusted=trusted_key(ctx, ns), run_id=ns.run_id
         )
         if print_report(report, False, what=ns.run_id) != EXIT_DONE:
             return EXIT_FAILED
@@ -154,13 +156,9 @@ def cmd_replay(ns: argparse.Namespace) -> int:
             return EXIT_FAILED
         print(f"verified: {ns.run_id} hash chain intact", file=sys.stderr)
         if not ns.checkpoint:
-            print(
-                "note: without a checkpoint this cannot prove that no events were removed "
-                "from the run's end, or that it was not rewritten with every hash after the "
-                "change recomputed; take one with `controlroom audit checkpoint` and verify "
-                "with --checkpoint FILE",
-                file=sys.stderr,
-            )
+            from controlroom.api.audit_cli import print_unanchored
+
+            print_unanchored(ctx.store, ns.run_id)
     try:
         view = replay(ctx.store, ns.run_id, ns.at).consolidated()
     except (MapperDeserialisationError, KeyError) as exc:
@@ -253,9 +251,11 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     import uvicorn
 
     from controlroom.api.app import TOKEN_VAR, create_app
+    from controlroom.api.origin_guard import ServedHosts, allowed_hosts
     from controlroom.engine.settings import Settings
 
     token = Settings.from_env().api_token  # a blank or short token is refused here (64)
+    hosts = ServedHosts.bound_to(ns.host, allowed_hosts(os.environ))  # likewise
     if ns.host not in LOOPBACK and not token and not ns.insecure:
         raise BadInputError(
             f"refusing to listen on {ns.host} without {TOKEN_VAR}; set a token, or pass "
@@ -279,7 +279,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     with listener:
         ctx = _open(ns)
-        app = create_app(ctx, token, execute=not ns.no_execute)
+        app = create_app(ctx, token, execute=not ns.no_execute, hosts=hosts)
         config = uvicorn.Config(app, log_level=ns.log_level, loop=event_loop.loop_name())
         server = uvicorn.Server(config)
         port = listener.getsockname()[1]
@@ -1055,6 +1055,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="with --verify: prove the run against a signed checkpoint (audit checkpoint)",
     )
+    from controlroom.api.audit_cli import add_trust_arguments
+
+    add_trust_arguments(p)
     p.set_defaults(func=cmd_replay)
 
     from controlroom.api.audit_cli import add_parser as add_audit_parser

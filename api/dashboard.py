@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controlroom.domain.errors import RunNotFoundError
-from controlroom.projections.audit import verify
+from controlroom.projections.audit import uncovered, verify
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: Nothing inline, nothing from elsewhere: the page runs only the server's own files.
@@ -59,9 +59,22 @@ class VerificationProblem(BaseModel):
     message: str
 
 
+class UncoveredEvents(BaseModel):
+    """Events no signed checkpoint covers: consistent with their chain, proven by nothing."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first_version: int
+    last_version: int
+    last_type: str = Field(description="the last event's type (RunCompleted: the outcome)")
+    outcome_unproven: bool = Field(description="true when the run's ending event is among them")
+    message: str
+
+
 class Verification(BaseModel):
     """`GET /api/runs/{id}/verify`: the run's stored events checked against their hash
-    chain, as `controlroom replay --verify` checks them."""
+    chain, as `controlroom replay --verify` checks them. Anyone who can write to the store
+    can compute that chain, so the answer also names the events it cannot prove."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,6 +82,11 @@ class Verification(BaseModel):
     verified: bool = Field(description="true when no event was changed, lost or reordered")
     events: int = Field(description="how many stored events were checked")
     problems: list[VerificationProblem] = Field(description="the first problem comes first")
+    not_covered: UncoveredEvents | None = Field(
+        description="the events no checkpoint covers (this check reads none: all of them); "
+        "`controlroom replay RUN --verify --checkpoint FILE --public-key FILE` proves the "
+        "events a checkpoint covers"
+    )
 
 
 class LogHead(BaseModel):
@@ -88,6 +106,7 @@ def verify_run(request: Request) -> JSONResponse:
     if not stored:
         raise RunNotFoundError(run_id)
     problems = verify(store, run_id)
+    tail = uncovered(store, run_id)
     result = Verification(
         run_id=run_id,
         verified=not problems,
@@ -95,6 +114,15 @@ def verify_run(request: Request) -> JSONResponse:
         problems=[
             VerificationProblem(version=p.version, kind=p.kind, message=p.message) for p in problems
         ],
+        not_covered=None
+        if tail is None
+        else UncoveredEvents(
+            first_version=tail.first_version,
+            last_version=tail.last_version,
+            last_type=tail.last_type,
+            outcome_unproven=tail.outcome_unproven,
+            message=tail.describe(),
+        ),
     )
     return JSONResponse(result.model_dump(mode="json"))
 

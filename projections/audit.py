@@ -2,6 +2,11 @@
 
 Everything here reads the event store only. It never calls a tool, a model or the clock,
 so replaying a run is possible long after those have changed or gone.
+
+The hash chain shows that a run's events agree with each other, not who wrote them: anyone
+who can write to the store can compute it, and append a `RunCompleted` to a failed run
+that verifies. Only a signed checkpoint (projections/checkpoints.py) anchors events, so a
+check says which events no checkpoint covers (`Uncovered`).
 """
 
 from __future__ import annotations
@@ -12,8 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from controlroom.domain.events import GENESIS_HASH, DomainEvent, parse_topic, stored_content_hash
+from controlroom.domain.run_events import RunCancelled, RunCompleted, RunFailed
 from controlroom.eventstore.store import EventStore
 from controlroom.projections.run_view import RunView, build_run_view
+
+#: The events that end a run: when one is not covered, neither is the run's outcome.
+OUTCOME_NAMES = frozenset({RunCompleted.type_name, RunFailed.type_name, RunCancelled.type_name})
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,64 @@ class Problem:
     version: int
     kind: str  # changed | missing | reordered | unreadable
     message: str
+
+
+@dataclass
+class Uncovered:
+    """One stream's events that no checkpoint covers: their hash chain shows only that they
+    agree with each other, and anyone with write access to the store could have written
+    them. `after_position` is the checkpoint's position (None: no checkpoint was read)."""
+
+    stream_id: str
+    first_version: int
+    last_version: int
+    last_type: str
+    count: int = 1
+    after_position: int | None = None
+    first_position: int | None = None
+    last_position: int | None = None
+
+    def add(self, version: int, type_name: str, position: int | None = None) -> None:
+        self.count += 1
+        self.last_version, self.last_type, self.last_position = version, type_name, position
+
+    @property
+    def outcome_unproven(self) -> bool:
+        return self.last_type in OUTCOME_NAMES
+
+    def describe(self) -> str:
+        plural = self.count != 1
+        if plural:
+            what = f"{self.count} events (v{self.first_version}–v{self.last_version})"
+            verb, agree, them = "are", "they agree with each other", "them"
+        else:
+            what = f"1 event (v{self.last_version}, {self.last_type})"
+            verb, agree, them = "is", "it follows the events before it", "it"
+        if self.after_position is not None:
+            what += f" after position {self.after_position}"
+            where, how = "not covered by the checkpoint", "appended"
+        else:
+            where, how = "not covered by any checkpoint", "written"
+        text = (
+            f"{self.stream_id}: {what} {verb} {where}: the hash chain shows only that {agree}, "
+            f"and anyone with write access to the store could have {how} {them}"
+        )
+        if self.outcome_unproven:
+            text += (
+                f"; the last, v{self.last_version}, is {self.last_type}: the run's outcome is "
+                "not proven"
+            )
+        return text
+
+
+def uncovered(store: EventStore, run_id: str) -> Uncovered | None:
+    """A run's events as a check without a checkpoint leaves them: none is covered."""
+    first = store.recorder.select_events(run_id, limit=1)
+    last = store.recorder.select_events(run_id, desc=True, limit=1)
+    if not first or not last:
+        return None
+    low, high = first[0].originator_version, last[0].originator_version
+    return Uncovered(run_id, low, high, parse_topic(last[0].topic)[0], count=high - low + 1)
 
 
 def audit_trail(events: list[DomainEvent]) -> list[dict[str, Any]]:

@@ -64,7 +64,10 @@ def test_verify_says_a_run_is_intact_until_a_byte_of_its_events_changes(
         messages = read_sse(client, f"/api/runs/{run_id}/events")
         events = [m for m in messages if m["event"] != "partial"]
         intact = client.get(f"/api/runs/{run_id}/verify").json()
+        uncovered = intact.pop("not_covered")
         assert intact == {"run_id": run_id, "verified": True, "events": len(events), "problems": []}
+        assert (uncovered["first_version"], uncovered["last_version"]) == (1, len(events))
+        assert "not covered by any checkpoint" in uncovered["message"]
         assert client.get("/api/log/head").json()["position"] >= events[-1]["data"]["position"]
 
         change_one_byte(workspace, run_id, version=2)

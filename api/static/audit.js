@@ -16,8 +16,12 @@ export async function showVerified(node, base) {
     // come back, must not overwrite a newer one that may have seen a changed store.
     if (ask !== verifyAsked.get(node)) return;
     const recheck = h("button", { type: "button", class: "small", id: "verify-again", onclick: () => showVerified(node, base) }, "Check again");
+    // The chain is computable by anyone who can write the store: say what it cannot prove.
+    const uncovered = result.not_covered
+      ? h("p", { class: "muted", id: "verify-uncovered", dataset: { outcomeUnproven: String(result.not_covered.outcome_unproven) } }, `not proven: ${result.not_covered.message}`)
+      : null;
     if (result.verified) {
-      replace(node, h("span", { class: "verify ok", id: "verified", dataset: { verified: "true" } }, `✓ verified: ${result.events} events match their hash chain`), " ", recheck);
+      replace(node, h("span", { class: "verify ok", id: "verified", dataset: { verified: "true" } }, `✓ verified: ${result.events} events match their hash chain`), " ", recheck, uncovered);
     } else {
       replace(
         node,
