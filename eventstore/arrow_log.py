@@ -56,8 +56,8 @@ _CHILD: Final = Path(__file__).with_name("arrow_child.py")
 def arrow_reader(store: EventStore) -> Iterator[ReadArrow]:
     """A bulk reader of `store`'s log; its connection closes when the block ends."""
     table = getattr(store.recorder, "events_table_name", "stored_events")
-    path = store.env.get("SQLITE_DBNAME", "")
-    postgres = "POSTGRES_DBNAME" in store.env
+    path = store.env.get("SQLITE_DBNAME", "") if store.backend == "sqlite" else ""
+    postgres = store.backend == "postgres"
     with ExitStack() as opened:
         read: ReadArrow | None = None
         try:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from controlroom.domain.errors import StoreConfigError
+from controlroom.eventstore.backend import backend_of
 
 #: Query parameters a DSN may carry, and the library settings they become.
 _QUERY_SETTINGS = {
@@ -91,7 +92,7 @@ def prepared_schema(env: dict[str, str]) -> Iterator[None]:
     A session advisory lock, keyed by database and schema, lets one set up at a time; once
     the tables exist the others find them and go on.
     """
-    if env.get("PERSISTENCE_MODULE") != "eventsourcing.postgres":
+    if backend_of(env) != "postgres":
         yield  # SQLite and memory stores need no such lock (see `EventStore._open`)
         return
     import psycopg

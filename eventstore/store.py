@@ -32,7 +32,9 @@ from eventsourcing.persistence import (
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.errors import PayloadTooLargeError, StoreUnavailableError
 from controlroom.domain.events import DomainEvent
+from controlroom.eventstore.backend import Backend, backend_of
 from controlroom.eventstore.config import max_event_bytes, store_env
+from controlroom.eventstore.faults import fault_kind
 from controlroom.eventstore.group_commit import GroupCommitter
 from controlroom.eventstore.mapper import PydanticMapper
 from controlroom.eventstore.postgres import prefer_lz4, prepared_schema
@@ -107,15 +109,21 @@ class EventStore(Application[str]):
         crash_after_commit: int | None = None,
     ) -> None:
         self._max_event_bytes = max_event_bytes
+        #: Which kind of store this is, decided once from the configuration.
+        self.backend: Backend = backend_of(env or {})
         try:
             with prepared_schema(env or {}):
                 self._open(env)
                 prefer_lz4(self.recorder)
         except (OperationalError, InterfaceError) as exc:
-            raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
+            raise StoreUnavailableError(
+                _unreachable(env or {}, exc), fault_kind(exc) or "unavailable"
+            ) from None
         except Exception as exc:
             if type(exc).__module__.startswith(("psycopg", "psycopg_pool")):
-                raise StoreUnavailableError(_unreachable(env or {}, exc)) from None
+                raise StoreUnavailableError(
+                    _unreachable(env or {}, exc), fault_kind(exc) or "unavailable"
+                ) from None
             raise
         self._observers: list[CommitObserver] = []
         self._observers_lock = threading.Lock()
@@ -130,7 +138,7 @@ class EventStore(Application[str]):
         at the same instant can trip over each other: the library records its tracking
         table's layout once (the slower insert fails) and SQLite may report the file locked
         while another process sets it up. Once the tables exist, opening again succeeds."""
-        sqlite = bool(env) and (env or {}).get("PERSISTENCE_MODULE") == "eventsourcing.sqlite"
+        sqlite = self.backend == "sqlite"
         for attempt in range(1, 6):
             try:
                 super().__init__(env)
@@ -248,12 +256,14 @@ class EventStore(Application[str]):
                 self.process_recorder.insert_tracking(tracking)
                 recordings = []
         except (OperationalError, InterfaceError) as exc:
-            # The database went away (or is locked past its timeout): nothing was recorded,
-            # the command can be retried once it is back. Not a conflict, not a bad input.
+            # The database went away (or is locked past its timeout, or its disk is full):
+            # nothing was recorded, the command can be retried once it is back. Not a
+            # conflict, not a bad input.
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailableError(
                 f"the event store is unavailable ({self.location()}): {reason}; nothing was "
-                "recorded, and unfinished runs resume once it is back"
+                "recorded, and unfinished runs resume once it is back",
+                fault_kind(exc) or "unavailable",
             ) from exc
         return [
             Positioned(r.notification.id, r.domain_event)  # type: ignore[arg-type]
@@ -336,16 +346,16 @@ class EventStore(Application[str]):
     @property
     def sqlite_file(self) -> Path | None:
         """The SQLite file holding the log, None for other backends (or memory)."""
-        name = self.env.get("SQLITE_DBNAME")
+        name = self.env.get("SQLITE_DBNAME") if self.backend == "sqlite" else None
         if not name or name == ":memory:" or name.startswith("file:"):
             return None
         return Path(name)
 
     def location(self) -> str:
         """Where the log lives, for people: a file, a database (no password), or memory."""
-        if "SQLITE_DBNAME" in self.env:
+        if self.backend == "sqlite":
             return str(self.env["SQLITE_DBNAME"])
-        if "POSTGRES_DBNAME" in self.env:
+        if self.backend == "postgres":
             # The schema too: two stores in one database are two logs (the analytics file
             # keeps this as its source, and rebuilds when it changes).
             schema = self.env.get("POSTGRES_SCHEMA")

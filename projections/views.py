@@ -40,10 +40,10 @@ class Views(Projections):
         """Beside a SQLite log: `views.sqlite`. With a PostgreSQL log: in its database and
         schema, shared by every process and machine that uses the log. Otherwise, in memory.
         (`workspace` is no longer needed; callers still pass it.)"""
-        dbname = store.env.get("SQLITE_DBNAME")
+        dbname = store.env.get("SQLITE_DBNAME") if store.backend == "sqlite" else None
         if dbname:
             return cls(store, Path(dbname).with_name("views.sqlite"))
-        if "POSTGRES_DBNAME" in store.env:
+        if store.backend == "postgres":
             return cls(store, PostgresDb(store.env))
         return cls(store, None)
 

@@ -115,3 +115,49 @@ def test_an_empty_blank_or_short_token_is_a_configuration_error(
 def test_a_long_enough_token_is_accepted_as_given() -> None:
     token = " " + "t" * MIN_TOKEN_CHARS + " "
     assert Settings.from_env({"CONTROLROOM_API_TOKEN": token}).api_token == token.strip()
+
+
+def test_store_faults_are_told_apart_by_their_codes_not_their_words(tmp_path: Path) -> None:
+    from controlroom.eventstore.faults import fault_kind
+
+    database = tmp_path / "x.sqlite"
+    with closing(sqlite3.connect(database)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+    with (
+        locked(database),
+        closing(sqlite3.connect(database, timeout=0)) as other,
+        pytest.raises(sqlite3.OperationalError) as busy,
+    ):
+        other.execute("INSERT INTO t VALUES (1)")
+    assert fault_kind(busy.value) == "locked"
+    uri = f"file:{database}?mode=ro"
+    with (
+        closing(sqlite3.connect(uri, uri=True)) as reader,
+        pytest.raises(sqlite3.OperationalError) as readonly,
+    ):
+        reader.execute("INSERT INTO t VALUES (1)")
+    assert fault_kind(readonly.value) == "read_only"
+    assert fault_kind(OSError(28, "No space left on device")) == "disk_full"
+    assert fault_kind(FileNotFoundError(2, "gone")) is None  # a tool's, not the store's
+
+
+def test_a_store_error_carries_its_kind_to_the_cli_and_the_server(workspace: Path) -> None:
+    from controlroom.domain.errors import StoreUnavailableError
+    from controlroom.domain.run import Run
+    from controlroom.engine.context import Context
+    from controlroom.engine.service import RunRequest, RunService
+
+    ctx = Context.open(workspace)
+    service = RunService(ctx)
+    run = service.begin(RunRequest("structural_canon", {}), None)
+    with (
+        locked(workspace / ".control-room" / "events.sqlite"),
+        pytest.raises(StoreUnavailableError) as raised,
+    ):
+        ctx.store.save(run)
+    assert raised.value.kind == "locked"
+    fault = store_fault(raised.value)
+    assert fault is not None and fault.kind == "locked"
+    assert ctx.store.load(Run, run.id) is None  # nothing recorded
+    ctx.close()
