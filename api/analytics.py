@@ -1,20 +1,24 @@
 """HTTP analytics: built-in reports and read-only SQL over the DuckDB projection.
 
 The server's catch-up loop keeps the analytics file following the log; each request catches
-it up once more before it reads (read-your-writes), off the event loop.
+it up once more before it reads (read-your-writes), on analytics' own threads: never on the
+event loop, nor on the default pool that runs share. Too many requests at once are refused
+with 503 and Retry-After; a query past its time limit (waits included) is stopped (400
+`query_timeout`), and one past its memory limit says so (400 `query_memory_limit`).
 """
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from controlroom.api.bodies import read_body
 from controlroom.api.errors import HttpError
+from controlroom.api.faults import RETRY_AFTER_S
+from controlroom.api.limits import Text
 from controlroom.projections.analytics import AnalyticsProjection
+from controlroom.projections.analytics_pool import AnalyticsBusyError
 from controlroom.projections.analytics_query import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT_S,
@@ -26,14 +30,12 @@ from controlroom.projections.analytics_query import (
 )
 from controlroom.projections.analytics_sql import REPORTS
 
-MAX_SQL = 100_000
-
 
 class AnalyticsQueryBody(BaseModel):
     """One read-only SQL statement (a SELECT) over the analytics tables and views."""
 
     model_config = ConfigDict(extra="forbid")
-    sql: str = Field(min_length=1, max_length=MAX_SQL)
+    sql: Text
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
     max_rows: int = Field(default=DEFAULT_MAX_ROWS, ge=1, le=MAX_ROWS)
 
@@ -49,12 +51,16 @@ def _analytics(request: Request) -> AnalyticsProjection:
     return analytics
 
 
-def _answer(analytics: AnalyticsProjection, sql: str, limits: QueryLimits) -> AnalyticsResult:
-    analytics.catch_up()
+async def _answer(request: Request, sql: str, limits: QueryLimits) -> Response:
     try:
-        return analytics.query(sql, limits)
+        result: AnalyticsResult = await _analytics(request).ask(sql, limits)
+    except AnalyticsBusyError as exc:
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+        raise HttpError(503, "analytics_busy", str(exc), headers=headers) from None
     except AnalyticsQueryError as exc:
         raise HttpError(400, exc.code, str(exc), "sql") from None
+    # Rendered by pydantic's serializer: an answer of megabytes holds the event loop less.
+    return Response(result.model_dump_json(), media_type="application/json")
 
 
 def list_reports(request: Request) -> JSONResponse:
@@ -63,7 +69,7 @@ def list_reports(request: Request) -> JSONResponse:
     )
 
 
-def get_report(request: Request) -> JSONResponse:
+async def get_report(request: Request) -> Response:
     name = request.path_params["name"]
     report = REPORTS.get(name)
     if report is None:
@@ -75,12 +81,10 @@ def get_report(request: Request) -> JSONResponse:
         raise HttpError(
             400, "bad_limit", f"max_rows must be a number from 1 to {MAX_ROWS}", "max_rows"
         ) from None
-    result = _answer(_analytics(request), report.sql, limits)
-    return JSONResponse(result.model_dump(mode="json"))
+    return await _answer(request, report.sql, limits)
 
 
-async def post_query(request: Request) -> JSONResponse:
+async def post_query(request: Request) -> Response:
     body = await read_body(request, AnalyticsQueryBody)
     limits = QueryLimits(timeout_s=body.timeout_s, max_rows=body.max_rows)
-    result = await asyncio.to_thread(_answer, _analytics(request), body.sql, limits)
-    return JSONResponse(result.model_dump(mode="json"))
+    return await _answer(request, body.sql, limits)

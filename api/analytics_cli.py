@@ -42,7 +42,9 @@ def run_analytics(ctx: Context, ns: argparse.Namespace) -> int:
     if ns.csv and ns.json:
         raise BadInputError("choose one of --json and --csv")
     limits = _limits(ns)
-    with AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root) as analytics:
+    with AnalyticsProjection.for_workspace(
+        ctx.store, ctx.workspace.root, ctx.settings.analytics
+    ) as analytics:
         if what == "rebuild":
             count = analytics.rebuild()
             print(f"rebuilt analytics from {count} event" + ("" if count == 1 else "s"))

@@ -94,6 +94,22 @@ def _op(summary: str, ok: dict[str, Any], *errors: int, **extra: Any) -> dict[st
     return {"summary": summary, "responses": {**ok, **_errors(401, *errors, 503)}, **extra}
 
 
+def _analytics_op(summary: str, ok: dict[str, Any], *errors: int, **extra: Any) -> dict[str, Any]:
+    """An analytics operation: its 400s and 503s say what analytics adds to them."""
+    op = _op(summary, ok, *errors, **extra)
+    op["responses"]["400"] = _json(
+        _ERROR,
+        "bad input, refused or failed SQL, or a query stopped at its time limit "
+        "(`query_timeout`) or its memory limit (`query_memory_limit`)",
+    )
+    op["responses"]["503"] = _json(
+        _ERROR,
+        "too many analytics requests are running or waiting (`analytics_busy`), or the store "
+        "is unavailable; see Retry-After",
+    )
+    return op
+
+
 def _body(name: str) -> dict[str, Any]:
     return {
         "required": True,
@@ -315,7 +331,7 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/api/analytics/reports/{name}": {
-            "get": _op(
+            "get": _analytics_op(
                 "Run a built-in analytics report",
                 {"200": _json(models.ref(AnalyticsResult), "the report's rows")},
                 400,
@@ -327,7 +343,7 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/api/analytics/query": {
-            "post": _op(
+            "post": _analytics_op(
                 "Run one read-only SQL SELECT over the analytics tables and views",
                 {"200": _json(models.ref(AnalyticsResult), "the query's rows")},
                 400,

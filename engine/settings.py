@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controlroom.domain.errors import StoreConfigError
 from controlroom.eventstore.config import (
@@ -19,6 +19,9 @@ from controlroom.eventstore.config import (
     max_event_bytes,
 )
 from controlroom.eventstore.store import CRASH_AFTER_COMMIT_VAR
+from controlroom.projections import analytics_limits
+from controlroom.projections.analytics_limits import AnalyticsResources
+from controlroom.tools.workspace import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_VAR
 
 AGENT_TIMEOUT_VAR = "CONTROLROOM_AGENT_TIMEOUT_S"
 MAX_RUNS_VAR = "CONTROLROOM_MAX_CONCURRENT_RUNS"
@@ -60,6 +63,12 @@ class Settings:
     checkpoint_key_file: str | None = None
     #: The server takes a signed checkpoint this often (seconds) when a key is set.
     checkpoint_every_s: float | None = None
+    #: Workspace files bigger than this (bytes) are skipped with a warning, never read: a
+    #: log or an export among the manuscript's files would take the tools minutes.
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    #: What analytics may use: DuckDB's memory, threads and spill space for a query, the
+    #: answer's size, its threads and waiting requests (`CONTROLROOM_ANALYTICS_*`).
+    analytics: AnalyticsResources = field(default_factory=AnalyticsResources)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -77,6 +86,23 @@ class Settings:
                 raise SettingsError(f"{name} must be at least {minimum:g}")
             return value
 
+        def size(name: str, default: str) -> str:
+            raw = env.get(name, "").strip()
+            if raw and not analytics_limits.is_size(raw):
+                raise SettingsError(f"{name}='{raw}' is not a size such as 512MB or 2GB")
+            return raw or default
+
+        defaults = AnalyticsResources()
+        analytics = AnalyticsResources(
+            memory_limit=size(analytics_limits.MEMORY_LIMIT_VAR, defaults.memory_limit),
+            threads=int(number(analytics_limits.THREADS_VAR, defaults.threads, 1)),
+            temp_limit=size(analytics_limits.TEMP_LIMIT_VAR, defaults.temp_limit),
+            max_result_bytes=int(
+                number(analytics_limits.MAX_RESULT_BYTES_VAR, defaults.max_result_bytes, 1024)
+            ),
+            workers=int(number(analytics_limits.WORKERS_VAR, defaults.workers, 1)),
+            queue=int(number(analytics_limits.QUEUE_VAR, defaults.queue, 0)),
+        )
         timeout = number(AGENT_TIMEOUT_VAR, 0.0, 0.0)
         every = number(CHECKPOINT_EVERY_VAR, 0.0, 1.0)
         crash = env.get(CRASH_AFTER_COMMIT_VAR, "").strip()
@@ -93,6 +119,8 @@ class Settings:
             checkpoint_key=env.get(CHECKPOINT_KEY_VAR, "").strip() or None,
             checkpoint_key_file=env.get(CHECKPOINT_KEY_FILE_VAR, "").strip() or None,
             checkpoint_every_s=every or None,
+            max_file_bytes=int(number(MAX_FILE_BYTES_VAR, DEFAULT_MAX_FILE_BYTES, 1024)),
+            analytics=analytics,
         )
 
 

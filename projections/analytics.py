@@ -14,6 +14,10 @@ DuckDB lets one process write a file at a time (and not read it while another wr
 file is opened for each catch-up, query or export and closed after, and an open that finds the
 file locked by another process waits for it. The log may live in SQLite, PostgreSQL or memory:
 the projection is the same for all three.
+
+A user's query opens with its own limits (`analytics_limits`): memory, threads, spill space,
+the answer's size. Its time limit counts every wait for the file, and the server's requests
+run on analytics' own threads (`analytics_pool`), never on the pool that runs share.
 """
 
 from __future__ import annotations
@@ -44,11 +48,14 @@ from controlroom.eventstore.arrow_log import RAW_SCHEMA, ReadArrow, arrow_reader
 from controlroom.eventstore.config import state_dir
 from controlroom.eventstore.store import EventStore
 from controlroom.projections.analytics_batches import ROW_GROUP, BatchSizer
+from controlroom.projections.analytics_limits import AnalyticsResources
+from controlroom.projections.analytics_pool import QueryPool
 from controlroom.projections.analytics_query import (
     LOCK_WAIT_S,
     AnalyticsResult,
     FileBusyError,
     QueryLimits,
+    QueryTicket,
     connect_waiting,
     read_only,
     run_checked,
@@ -109,8 +116,12 @@ class AnalyticsProjection:
 
     name: Final = NAME
 
-    def __init__(self, store: EventStore, path: Path | None) -> None:
+    def __init__(
+        self, store: EventStore, path: Path | None, resources: AnalyticsResources | None = None
+    ) -> None:
         self.store = store
+        self.resources = resources or AnalyticsResources()
+        self._pool = QueryPool(self.resources.workers, self.resources.queue)
         self._tmp: str | None = None
         if path is None:
             self._tmp = tempfile.mkdtemp(prefix="controlroom-analytics-")
@@ -126,25 +137,30 @@ class AnalyticsProjection:
         self._seen = -1
 
     @classmethod
-    def for_workspace(cls, store: EventStore, workspace: Path) -> AnalyticsProjection:
-        durable = "SQLITE_DBNAME" in store.env or "POSTGRES_DBNAME" in store.env
-        return cls(store, analytics_path(workspace) if durable else None)
+    def for_workspace(
+        cls, store: EventStore, workspace: Path, resources: AnalyticsResources | None = None
+    ) -> AnalyticsProjection:
+        durable = store.backend != "memory"
+        return cls(store, analytics_path(workspace) if durable else None, resources)
 
     # -- following the log -------------------------------------------------------------------
 
     def catch_up(self, batch_size: int = BATCH, *, wait: bool = True) -> int:
         """Load every event recorded since the tracked position; returns how many.
-        `wait` False: return 0 at once when another process holds the file (the server's
-        loop comes back soon anyway)."""
-        if self._seen >= 0 and self._seen == self.store.max_position():
+        `wait` False: return 0 at once when a query of this process or another process holds
+        the file (the server's loop comes back soon anyway)."""
+        if self._up_to_date():
+            return 0
+        if not self._lock.acquire(blocking=wait):
             return 0
         try:
-            with self._writing(wait) as con:
-                return self._follow(con, batch_size)
+            return self._catch_up_held(batch_size, LOCK_WAIT_S if wait else 0)
         except FileBusyError:
             if wait:
                 raise
             return 0
+        finally:
+            self._lock.release()
 
     def rebuild(self, batch_size: int = BATCH) -> int:
         """Drop every table and load the whole log again."""
@@ -164,10 +180,29 @@ class AnalyticsProjection:
     # -- reading -----------------------------------------------------------------------------
 
     def query(self, sql: str, limits: QueryLimits | None = None) -> AnalyticsResult:
-        """Run one user SELECT on a read-only connection with file access disabled."""
-        with self._lock:
-            self._ensure_exists()
-            return run_checked(self.path, sql, limits or QueryLimits())
+        """Run one user SELECT on a read-only connection with file access disabled, in this
+        thread (the CLI's); its time limit counts the wait for the file."""
+        limits = limits or QueryLimits()
+        return self._answer(sql, limits, QueryTicket(limits.timeout_s), catch_up=False)
+
+    async def ask(self, sql: str, limits: QueryLimits | None = None) -> AnalyticsResult:
+        """Catch up, then run one user SELECT, on analytics' own threads (the server's way):
+        refused at once (`AnalyticsBusyError`) when too many already run or wait, and
+        answered by its time limit whatever it waits for."""
+        limits = limits or QueryLimits()
+        ticket = QueryTicket(limits.timeout_s)
+        work = partial(self._answer, sql, limits, ticket, catch_up=True)
+        return await self._pool.run(work, ticket)
+
+    @property
+    def requests_in_flight(self) -> int:
+        """The server's requests running or waiting for analytics' threads."""
+        return self._pool.in_flight
+
+    @property
+    def queries_running(self) -> int:
+        """The server's requests whose DuckDB query has started."""
+        return self._pool.running
 
     def report(self, name: str, limits: QueryLimits | None = None) -> AnalyticsResult:
         found = REPORTS.get(name)
@@ -195,6 +230,7 @@ class AnalyticsProjection:
         return written
 
     def close(self) -> None:
+        self._pool.close()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -207,12 +243,33 @@ class AnalyticsProjection:
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _answer(
+        self, sql: str, limits: QueryLimits, ticket: QueryTicket, *, catch_up: bool
+    ) -> AnalyticsResult:
+        """One query within `ticket`'s time, the turn at the file and the catch-up included
+        (a catch-up is never interrupted: the query after it then says it ran out of time)."""
+        if not self._lock.acquire(timeout=ticket.left()):
+            raise ticket.timed_out()
+        try:
+            if catch_up and not self._up_to_date():
+                self._catch_up_held(BATCH, ticket.left())
+            elif not self.path.exists():
+                self._ensure_exists(ticket.left())
+            return run_checked(self.path, sql, limits, ticket, self.resources)
+        finally:
+            self._lock.release()
+
+    def _up_to_date(self) -> bool:
+        return self._seen >= 0 and self._seen == self.store.max_position()
+
+    def _catch_up_held(self, batch_size: int, wait_s: float) -> int:
+        with self._writing(wait_s) as con:
+            return self._follow(con, batch_size)
+
     @contextmanager
-    def _writing(self, wait: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _writing(self, wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
         with self._lock:
-            con = connect_waiting(
-                self.path, read_only=False, config=WRITER, wait_s=LOCK_WAIT_S if wait else 0
-            )
+            con = connect_waiting(self.path, read_only=False, config=WRITER, wait_s=wait_s)
             try:
                 self._prepare(con)
                 yield con
@@ -229,9 +286,9 @@ class AnalyticsProjection:
             finally:
                 con.close()
 
-    def _ensure_exists(self) -> None:
+    def _ensure_exists(self, wait_s: float = LOCK_WAIT_S) -> None:
         if not self.path.exists():
-            with self._writing():
+            with self._writing(wait_s):
                 pass
 
     def _prepare(self, con: duckdb.DuckDBPyConnection) -> None:
