@@ -40,7 +40,7 @@ class Context:
         settings: Settings | None = None,
     ) -> Context:
         settings = settings or Settings.from_env()
-        workspace = Workspace(workspace_dir)
+        workspace = Workspace(workspace_dir, max_file_bytes=settings.max_file_bytes)
         tools = tools or ToolRegistry.default()
         prompts = PromptRegistry.for_workspace(workspace.root)
         catalog = RecipeCatalog.load(workspace.root, tools.names(), prompts.prompt_types())

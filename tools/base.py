@@ -10,6 +10,11 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from controlroom.domain.errors import ToolError, UnknownToolError
+
+# A long tool calls `checkpoint()` in its loops: where it stops when its run is being
+# stopped (every workspace read and listed folder is one already). See tools/stopping.py.
+from controlroom.tools.stopping import ToolStoppedError as ToolStoppedError
+from controlroom.tools.stopping import checkpoint as checkpoint
 from controlroom.tools.workspace import Workspace
 
 ENTRY_POINT_GROUP = "controlroom.tools"

@@ -185,6 +185,10 @@ def _core_tokens(name: str) -> tuple[str | None, list[str]]:
     return honorific, tokens
 
 
+#: What may stand before the first word of a sentence.
+_OPENERS = frozenset(" “\"‘'(—-")
+
+
 @dataclass(frozen=True)
 class Cast:
     """Every name the cards give, each pointing to one entity; a derived name two cards
@@ -205,9 +209,15 @@ class Cast:
         if self.pattern is None:
             return []
         found = []
+        # A name opens its sentence when only quotes, brackets and dashes stand before it:
+        # where that leading run ends is found once (slicing up to each match instead took
+        # quadratic time over a long text read as one sentence).
+        lead = sentence_start
+        while lead < len(text) and text[lead] in _OPENERS:
+            lead += 1
         for match in self.pattern.finditer(text):
             name = match.group(0)
-            at_start = not text[sentence_start : match.start()].strip(" “\"‘'(—-")
+            at_start = match.start() <= lead
             if at_start and " " not in name and name.lower() in _EVERYDAY:
                 continue
             found.append((match.start(), match.end(), self.owner[name]))

@@ -13,7 +13,10 @@ module), or detected when that file is absent:
   numeral after "Chapter"/"Scene") in the file name, else in the title; order is by number,
   then by name, with numbers read as numbers ("Chapter 10" after "Chapter 9").
 
-README files and anything under `.control-room/` are never part of a layout.
+README files and anything under `.control-room/` are never part of a layout, nor what the
+workspace listing leaves out (`Workspace.skipped`): those of them a writer should know about
+(files over the size limit, links to nothing, files that cannot be read) are the layout's
+warnings, a few named and the rest counted.
 """
 
 from __future__ import annotations
@@ -21,15 +24,21 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controlroom.domain.errors import WorkspaceError
-from controlroom.tools.text import read_document
-from controlroom.tools.workspace import REPORTS_DIR, STATE_DIR, Workspace
+from controlroom.tools.text import parse_front_matter, read_document
+from controlroom.tools.workspace import (
+    REPORTS_DIR,
+    STATE_DIR,
+    FileTooLargeError,
+    Skipped,
+    Workspace,
+)
 
 LAYOUT_FILE = f"{STATE_DIR}/workspace.json"
 SCHEMA_PATH = Path(__file__).with_name("workspace.schema.json")
@@ -55,6 +64,14 @@ _OUTLINE_NAME = re.compile(r"outline|synopsis|beat[\s_-]?sheet|treatment", re.IG
 _NUMBER = re.compile(r"\d+")
 _ROMAN = re.compile(r"\b(?:chapter|scene|part|ch)[\s_\-.]*([ivxlcdm]+)\b", re.IGNORECASE)
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+#: Paths a warning names before it counts the rest.
+NAMED_IN_WARNING = 5
+_WARNED_ABOUT = {
+    "too_large": "over the size limit per file",
+    "dangling_link": "that are links to nothing",
+    "broken_link": "that are links that cannot be followed",
+    "unreadable": "that cannot be read",
+}
 
 
 class LayoutSpec(BaseModel):
@@ -108,17 +125,35 @@ class Layout:
     canon: tuple[str, ...]
     other: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
+    #: What the workspace listing left out, and the files the layout could not read.
+    skipped: tuple[Skipped, ...] = field(default=())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, max_listed: int | None = None) -> dict[str, Any]:
+        """The layout as JSON; `max_listed` bounds the lists of other and skipped paths
+        (their totals say how many there are), for a receipt of bounded size."""
+        other, skipped = self.other[:max_listed], self.skipped[:max_listed]
         return {
             "source": self.source,
             "unit": self.unit,
             "units": [u.as_dict() for u in self.units],
             "outline": self.outline,
             "canon": list(self.canon),
-            "other": list(self.other),
+            "other": list(other),
+            "other_total": len(self.other),
+            "skipped": [s.as_dict() for s in skipped],
+            "skipped_total": len(self.skipped),
             "warnings": list(self.warnings),
         }
+
+    def left_out(self) -> str:
+        """What was left out on purpose (folders of packages, what .gitignore ignores), in
+        a few words: `node_modules/ (packages or build output), Drafts/ (ignored by
+        .gitignore)`; empty when nothing was."""
+        chosen = [s for s in self.skipped if s.reason in ("package_folder", "ignored")]
+        named = [f"{s.path} ({s.detail})" for s in chosen[:NAMED_IN_WARNING]]
+        if len(chosen) > NAMED_IN_WARNING:
+            named.append(f"and {len(chosen) - NAMED_IN_WARNING} more")
+        return ", ".join(named)
 
     def require_units(self) -> None:
         if not self.units:
@@ -126,13 +161,33 @@ class Layout:
 
 
 def no_units_message(layout: Layout) -> str:
+    left_out = layout.left_out()
+    also = f" (left out: {left_out})" if left_out else ""
     if layout.source == "declared":
-        return f"no scene or chapter files match the patterns in {LAYOUT_FILE}"
+        return f"no scene or chapter files match the patterns in {LAYOUT_FILE}{also}"
     return (
         "no scene or chapter files found: keep them under a folder named Scenes, Chapters or "
         "Manuscript, or name them SCN-01…/CH-01…/'Chapter 1…', or declare where they are in "
-        f"{LAYOUT_FILE} (see `controlroom workspace check`)"
+        f"{LAYOUT_FILE} (see `controlroom workspace check`){also}"
     )
+
+
+def skip_warnings(skipped: tuple[Skipped, ...]) -> list[str]:
+    """One warning per kind of problem, naming a few paths and counting the rest: a
+    workspace with ten thousand broken links gets one line about them, not ten thousand."""
+    warnings = []
+    for reason, what in _WARNED_ABOUT.items():
+        found = [s for s in skipped if s.reason == reason]
+        if not found:
+            continue
+        if len(found) == 1:
+            warnings.append(f"skipped '{found[0].path}': {found[0].detail}")
+            continue
+        named = [f"'{s.path}': {s.detail}" for s in found[:NAMED_IN_WARNING]]
+        if len(found) > NAMED_IN_WARNING:
+            named.append(f"and {len(found) - NAMED_IN_WARNING} more")
+        warnings.append(f"skipped {len(found)} files {what}: {'; '.join(named)}")
+    return warnings
 
 
 def natural_key(path: str) -> tuple[Any, ...]:
@@ -181,6 +236,55 @@ def _unit_of(workspace: Workspace, path: str, numbering: str) -> Unit:
     return Unit(path, number, title)
 
 
+def _units_of(
+    workspace: Workspace, paths: list[str], numbering: str, unreadable: list[Skipped]
+) -> list[Unit]:
+    """The units at `paths`; one that cannot be read is left out and noted in `unreadable`
+    (a FIFO, a file made unreadable or removed since the listing): the rest are checked."""
+    units = []
+    for path in paths:
+        try:
+            units.append(_unit_of(workspace, path, numbering))
+        except WorkspaceError as exc:
+            unreadable.append(_not_read(path, exc))
+    return units
+
+
+def _not_read(path: str, error: WorkspaceError) -> Skipped:
+    if isinstance(error, FileTooLargeError):
+        return Skipped(path, "too_large", error.detail)
+    return Skipped(path, "unreadable", str(error))
+
+
+def _first_readable(
+    workspace: Workspace, paths: list[str], unreadable: list[Skipped]
+) -> str | None:
+    """The first of `paths` that can be read (an outline over the size limit is skipped
+    with a warning like any file, not the error of every recipe that reads it)."""
+    for path in paths:
+        try:
+            workspace.read_text(path)
+        except WorkspaceError as exc:
+            unreadable.append(_not_read(path, exc))
+        else:
+            return path
+    return None
+
+
+def _finished(
+    layout: Layout, workspace: Workspace, unreadable: list[Skipped], warnings: list[str]
+) -> Layout:
+    """The layout with what was skipped on the way, and the warnings about it."""
+    skipped = tuple(sorted((*workspace.skipped, *unreadable), key=lambda s: s.path))
+    left = {s.path for s in unreadable}
+    return replace(
+        layout,
+        other=tuple(p for p in layout.other if p not in left),
+        warnings=(*warnings, *skip_warnings(skipped)),
+        skipped=skipped,
+    )
+
+
 def _ordered(units: list[Unit], warnings: list[str], by_order: bool = False) -> tuple[Unit, ...]:
     numbers = [u.number for u in units if u.number is not None]
     if by_order or len(numbers) != len(set(numbers)) or len(numbers) != len(units):
@@ -227,29 +331,34 @@ def _detect_layout(workspace: Workspace) -> Layout:
     spec = declared_layout(workspace)
     paths = _candidates(workspace)
     warnings: list[str] = []
+    unreadable: list[Skipped] = []
     if spec is not None:
         paths = [p for p in paths if p not in _glob(paths, spec.exclude)]
         unit_paths = _glob(paths, spec.units)
         canon = _glob(paths, spec.canon)
         if spec.outline is not None and spec.outline not in paths:
             warnings.append(f"the outline '{spec.outline}' named in {LAYOUT_FILE} does not exist")
-        outline = spec.outline if spec.outline in paths else None
-        units = [_unit_of(workspace, p, spec.numbering) for p in unit_paths if p not in canon]
+        outline = _first_readable(
+            workspace, [spec.outline] if spec.outline in paths else [], unreadable
+        )
+        units = _units_of(
+            workspace, [p for p in unit_paths if p not in canon], spec.numbering, unreadable
+        )
         taken: set[str | None] = {*unit_paths, *canon, outline}
-        return Layout(
+        declared = Layout(
             "declared",
             spec.unit,
             _ordered(units, warnings, by_order=spec.numbering == "order"),
             outline,
             tuple(sorted(canon)),
             tuple(p for p in paths if p not in taken),
-            tuple(warnings),
         )
+        return _finished(declared, workspace, unreadable, warnings)
     outline_paths = sorted(
         (p for p in paths if _OUTLINE_NAME.search(p.rsplit("/", 1)[-1])),
         key=lambda p: (p.count("/"), p),
     )
-    outline = outline_paths[0] if outline_paths else None
+    outline = _first_readable(workspace, outline_paths, unreadable)
     found_canon: list[str] = []
     found_units: list[str] = []
     kinds: set[str] = set()
@@ -258,7 +367,13 @@ def _detect_layout(workspace: Workspace) -> Layout:
             continue
         folders = [f.lower() for f in path.split("/")[:-1]]
         name = path.rsplit("/", 1)[-1]
-        front = read_document(workspace.read_text(path)).front_matter
+        try:
+            text = workspace.read_text(path)
+        except WorkspaceError as exc:
+            unreadable.append(_not_read(path, exc))
+            continue
+        # Only the front matter: a whole parse of every note and card is not needed here.
+        front = parse_front_matter(text)[0]
         if _CANON_NAME.match(name) or any(f in _CANON_DIRS for f in folders):
             found_canon.append(path)
         elif (folder := next((f for f in reversed(folders) if f in _UNIT_DIRS), None)) or (
@@ -277,18 +392,18 @@ def _detect_layout(workspace: Workspace) -> Layout:
             found_canon.append(path)
     if len(outline_paths) > 1:
         warnings.append(f"several outlines found; using '{outline}'")
-    units = [_unit_of(workspace, p, "filename") for p in found_units]
+    units = _units_of(workspace, found_units, "filename", unreadable)
     unit: UnitKind = "chapter" if kinds == {"chapter"} else "scene"
     taken = {*found_units, *found_canon, *outline_paths}
-    return Layout(
+    detected = Layout(
         "detected",
         unit,
         _ordered(units, warnings),
         outline,
         tuple(sorted(found_canon)),
         tuple(p for p in paths if p not in taken),
-        tuple(warnings),
     )
+    return _finished(detected, workspace, unreadable, warnings)
 
 
 def _slug_like(title: str, sample: str) -> str:

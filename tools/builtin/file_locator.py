@@ -4,12 +4,18 @@ The layout (scenes or chapters, outline, canon cards) is declared in
 `.control-room/workspace.json` or detected (see `tools/layout.py`). A task's args limit the
 work: `scene_number`/`chapter_number` (or lists of them), `path`/`paths`, or a quoted
 title; a number or path the workspace does not have is an error, never a silent pass.
+
+Its receipt is bounded: every scene, chapter and canon card (the steps after it need them
+all), but at most `MAX_LISTED` other and skipped paths, with their totals; a layout too big
+for one receipt even so is an error that says how to narrow the workspace, never an event
+over the store's limit.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import orjson
 from pydantic import Field, JsonValue
 
 from controlroom.domain.errors import ToolError, WorkspaceError
@@ -22,6 +28,11 @@ from controlroom.tools.workspace import Workspace
 Need = Literal["units", "outline", "canon"]
 _NUMBER_KEYS = ("scene_number", "chapter_number", "number")
 _LIST_KEYS = ("scene_numbers", "chapter_numbers", "numbers")
+#: Other and skipped paths the receipt lists; the rest are counted.
+MAX_LISTED = 100
+#: The most the receipt's output may weigh: half the store's default limit per event
+#: (2 MiB), leaving room for the arguments and the summary beside it.
+MAX_OUTPUT_BYTES = 1024 * 1024
 
 
 class FileLocatorArgs(ToolArgs):
@@ -194,13 +205,29 @@ class FileLocator:
             "total_files": len(rows),
             "unit": layout.unit,
             "scope": scope_text,
-            "layout": layout.as_dict(),
+            "layout": layout.as_dict(max_listed=MAX_LISTED),
         }
+        _check_size(output, layout)
         best = ranked[0] if ranked else "none"
         summary = (
             f"{len(rows)} files ({layout.source} layout): {counts['scene']} {layout.unit}s, "
             f"{counts['outline']} outline, {counts['canon']} canon cards, {counts['other']} "
             f"other; scope: {scope_text}; best {layout.unit}: {best}"
         )
+        if left_out := layout.left_out():
+            summary += f"; left out: {left_out}"
         summary += "".join(f"\n! {w}" for w in layout.warnings)
         return ToolResult(output, summary)
+
+
+def _check_size(output: dict[str, Any], layout: Layout) -> None:
+    size = len(orjson.dumps(output))
+    if size > MAX_OUTPUT_BYTES:
+        raise ToolError(
+            FileLocator.name,
+            f"the workspace's layout is too big to record: {len(layout.units)} {layout.unit}s "
+            f"and {len(layout.canon)} canon cards make {size:,} bytes, over "
+            f"{MAX_OUTPUT_BYTES:,}; leave folders that are not manuscript out with a "
+            f".gitignore, or declare where the {layout.unit}s are in "
+            ".control-room/workspace.json",
+        )
