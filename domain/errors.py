@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 
 class ControlRoomError(Exception):
@@ -152,8 +153,9 @@ class ModelCallError(ModelError):
     `kind` is one of: rate_limited, server_error, connection, timeout, stream_error (an
     error event mid-stream), incomplete (a stream cut before it finished) (retryable);
     rejected (a 4xx other than 429), unusable (empty, cut off at the token limit,
-    malformed), client_error (the client library failed), deadline (the overall limit of
-    one call passed) (not retryable).
+    malformed), too_large (longer than the reply limit: reading stopped there),
+    client_error (the client library failed), deadline (the overall limit of one call
+    passed) (not retryable).
     The message never contains a key: providers scrub it before raising.
     """
 
@@ -168,8 +170,18 @@ class ModelCallError(ModelError):
         super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")
 
 
+#: What went wrong with the store, told apart where the driver raised it
+#: (`eventstore/faults.py`), so that nobody reads an error's text to learn it.
+StoreFaultKind = Literal["disk_full", "read_only", "locked", "unavailable", "io_error"]
+
+
 class StoreUnavailableError(ControlRoomError):
-    """The configured store cannot be reached (database down, wrong credentials)."""
+    """The configured store cannot be read or written (database down, wrong credentials,
+    disk full, locked too long). Nothing was recorded: the command can be tried again."""
+
+    def __init__(self, message: str, kind: StoreFaultKind = "unavailable") -> None:
+        self.kind = kind
+        super().__init__(message)
 
 
 class RunClaimedError(RunConflictError):

@@ -35,7 +35,12 @@ ROLE_SOURCES: dict[str, frozenset[SourceKind]] = {
 }
 DEFAULT_SOURCES: frozenset[SourceKind] = frozenset({"receipt", "file"})
 
-_EVIDENCE = re.compile(r"^\s*\**evidence\**\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+#: `Evidence:` at the start of a line, also in markdown emphasis (`**Evidence:**`,
+#: `__Evidence__:`, `*Evidence:*`): models write it so, and the sources after it are the same.
+_EVIDENCE = re.compile(
+    r"^[ \t]*(?P<mark>[*_]{0,3})evidence(?P<closed>[*_]{0,3}\s*:\s*[*_]{0,3})\s*(?P<sources>.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _RECEIPT = re.compile(r"^receipt_id\s*:\s*(rcpt_[A-Za-z0-9_]+)$", re.IGNORECASE)
 _FILE = re.compile(r"""^file\s*:\s*(\S+)\s+["“](.+)["”]$""", re.IGNORECASE)
 _ABSTAIN = re.compile(r"^\W*abstain\b", re.IGNORECASE)
@@ -88,6 +93,14 @@ def parse_sources(line: str) -> list[Citation] | str:
     return citations
 
 
+def _unemphasised(match: re.Match[str]) -> str:
+    """The sources, without the marks that close a whole line in bold (`**Evidence: …**`)."""
+    sources, mark = match.group("sources").rstrip(), match.group("mark")
+    if mark and not any(c in "*_" for c in match.group("closed")) and sources.endswith(mark):
+        return sources[: -len(mark)].rstrip()
+    return sources
+
+
 def check_reply(
     text: str,
     role: str,
@@ -97,7 +110,7 @@ def check_reply(
     """Accept, abstain, or reject (with the reason) one phase-2 reply."""
     if _ABSTAIN.match(text.strip()):
         return Verdict(accepted=True, abstained=True)
-    lines = _EVIDENCE.findall(text)
+    lines = [_unemphasised(m) for m in _EVIDENCE.finditer(text)]
     if len(lines) != 1:
         return Verdict(False, reason=f"exactly one Evidence: line is required, found {len(lines)}")
     parsed = parse_sources(lines[0])

@@ -218,6 +218,8 @@ def open_stop_hook_issue(
             "attempts": event.attempts,
             "errors": event.errors,
             "replies": event.replies,
+            # A long reply is kept by its head and tail: its length and sha256 name it whole.
+            "reply_digests": [d.model_dump() if d else None for d in event.reply_digests],
             "request_refs": event.request_refs,
             "prompt_type": event.prompt_type,
         },

@@ -24,7 +24,12 @@ from controlroom.domain.evidence import normalised
 
 _ABSTAIN = re.compile(r"^\W*abstain\b\W*(.*)$", re.IGNORECASE | re.DOTALL)
 _FOCUS = re.compile(r"^\W*focus\b\W*(.*)$", re.IGNORECASE | re.DOTALL)
-_EVIDENCE = re.compile(r"^\s*\**evidence\**\s*:", re.IGNORECASE | re.MULTILINE)
+#: `Evidence:` at a line's start, also in markdown emphasis (`**Evidence:**`, `__Evidence__:`).
+#: Only spaces and tabs before it: `\s*` would span blank lines, and a reply of many of them
+#: would then take quadratic time to scan.
+_EVIDENCE = re.compile(
+    r"^[ \t]*[*_]{0,3}evidence[*_]{0,3}[ \t]*:[ \t]*[*_]{0,3}", re.IGNORECASE | re.MULTILINE
+)
 _SLOT = re.compile(r"""^(?:slot\s*:\s*)?([A-Za-z_][\w.\-]*)\s*[—–:-]?\s*["“](.+)["”]\s*\.?$""")
 
 

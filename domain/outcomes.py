@@ -13,14 +13,17 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from controlroom.domain import untrusted_json
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.kept_text import bounded_errors, digest_of, kept_reply
 from controlroom.domain.run_events import (
     AgentMicroStepResponded,
     AgentResponded,
     FileWritten,
     ModelRequestRecorded,
     ReceiptIssued,
+    ReplyDigest,
     SlotWritten,
     TokenUsage,
 )
@@ -181,6 +184,7 @@ class AgentOutcome(StepOutcome):
         assert isinstance(step, AgentStep)
         # The run drops a request it has recorded already: each is recorded once.
         recorded = [self.request.event()] if self.request is not None else []
+        raw_output, raw_digest = self.kept_raw_output()
         responded = {
             "step_id": step.step_id,
             "agent_archetype": step.agent_archetype,
@@ -200,7 +204,8 @@ class AgentOutcome(StepOutcome):
             "cost_usd": self.cost_usd,
             "request_ref": self.request.ref if self.request is not None else None,
             "contract": self.contract,
-            "raw_output": self.raw_output,
+            "raw_output": raw_output,
+            "raw_output_digest": raw_digest,
         }
         if self.micro_steps:
             responded["micro_step"] = "finding"
@@ -223,6 +228,28 @@ class AgentOutcome(StepOutcome):
 
     def preview_source(self) -> str:
         return self.output
+
+    def kept_raw_output(self) -> tuple[str | None, ReplyDigest | None]:
+        """The reply as the event keeps it beside `output`: stored once, never twice. A
+        reply that was only the JSON of `output` (formatted another way) is named by its
+        digest; one with more around it (a fence, prose) is kept, a long one by its head
+        and tail."""
+        raw = self.raw_output
+        if raw is None:
+            return None, None
+        if self.contract is not None and _is_only_json_of(raw, self.output):
+            return None, digest_of(raw)
+        return kept_reply(raw)
+
+
+def _is_only_json_of(raw: str, output: str) -> bool:
+    """Whether `raw` is one JSON document whose value `output` holds (indented as the engine
+    stores a contract's JSON)."""
+    try:
+        value = untrusted_json.loads(raw)
+    except ValueError:
+        return False
+    return json.dumps(value, indent=2, ensure_ascii=False) == output
 
 
 @dataclass(frozen=True)
@@ -308,7 +335,8 @@ class AttemptFailure:
 
 @dataclass(frozen=True)
 class ReplyRejection:
-    """One reply that broke the output contract."""
+    """One reply that broke the output contract. What its event keeps is bounded: a long
+    reply by its head and tail (`reply_digest` names the whole), and its errors."""
 
     attempt: int
     provider: str
@@ -319,17 +347,34 @@ class ReplyRejection:
     usage: TokenUsage
     will_retry: bool
     request: RecordedRequest | None = None
+    reply_digest: ReplyDigest | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "errors", bounded_errors(self.errors))
+        if self.reply_digest is None:
+            reply, digest = kept_reply(self.reply)
+            object.__setattr__(self, "reply", reply)
+            object.__setattr__(self, "reply_digest", digest)
 
 
 @dataclass(frozen=True)
 class StopHookReport:
-    """No valid reply after the contract's retries: what STOP_HOOK records."""
+    """No valid reply after the contract's retries: what STOP_HOOK records, bounded like a
+    rejection (`reply_digests` has one entry per reply: None for a reply kept whole)."""
 
     contract: str
     attempts: int
     errors: list[str]
     replies: list[str]
     request_refs: list[str]
+    reply_digests: list[ReplyDigest | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "errors", bounded_errors(self.errors))
+        if not self.reply_digests:
+            kept = [kept_reply(reply) for reply in self.replies]
+            object.__setattr__(self, "replies", [reply for reply, _ in kept])
+            object.__setattr__(self, "reply_digests", [digest for _, digest in kept])
 
 
 @dataclass(frozen=True)

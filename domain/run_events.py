@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controlroom.domain.events import DomainEvent
+from controlroom.domain.events import DomainEvent, JournalRecord
 
 Phase = Literal["a", "b"]
 
@@ -40,6 +40,15 @@ class TokenUsage(_Value):
     #: True when the server reported no usage (or none for one side) and the counts are
     #: estimated from the text: cost figures built on them are estimates too.
     estimated: bool = False
+
+
+class ReplyDigest(_Value):
+    """A model's reply an event does not hold whole: its length and sha256. The event keeps
+    its head and tail (a long reply) or nothing (a reply that was only the JSON of the
+    event's `output`): what it refers to is still named exactly."""
+
+    chars: int
+    sha256: str
 
 
 class DodResult(_Value):
@@ -116,8 +125,13 @@ class AgentResponded(DomainEvent):
     request_ref: str | None = None
     #: The output contract the reply satisfied; `output` is then its JSON, as extracted.
     contract: str | None = None
-    #: The reply as received, when it differs from `output` (fenced, after a preamble).
+    #: The reply as received, when it held more than the JSON of `output` (fenced, after a
+    #: preamble); a long one only by its head and tail (see `raw_output_digest`).
     raw_output: str | None = None
+    #: Set when the reply differs from `output` but `raw_output` does not hold it whole:
+    #: cut to its head and tail, or left out because it was that JSON alone (formatted
+    #: another way). Absent in events written before replies were bounded.
+    raw_output_digest: ReplyDigest | None = None
     #: `finding` when a T1 agent's step ran as micro-calls (triage, finding, evidence).
     micro_step: str | None = None
 
@@ -180,10 +194,12 @@ class AgentReplyRejected(DomainEvent):
     model: str
     contract: str
     errors: list[str]
+    #: The reply; a long one only by its head and tail, and then `reply_digest` is set.
     reply: str
     request_ref: str | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
     will_retry: bool
+    reply_digest: ReplyDigest | None = None
 
 
 class StopHook(DomainEvent):
@@ -199,9 +215,12 @@ class StopHook(DomainEvent):
     contract: str
     attempts: int
     errors: list[str]
-    #: The raw replies, one per attempt, as evidence.
+    #: The raw replies, one per attempt, as evidence; a long one by its head and tail.
     replies: list[str]
     request_refs: list[str] = Field(default_factory=list)
+    #: One per reply: None when the reply is kept whole, else its length and sha256.
+    #: Empty in events written before replies were bounded (they hold every reply whole).
+    reply_digests: list[ReplyDigest | None] = Field(default_factory=list)
 
 
 class RunRetried(DomainEvent):
@@ -243,14 +262,12 @@ class SlotWritten(DomainEvent):
     text: str | None = None
 
 
-class FileWriteIntended(DomainEvent):
+class FileWriteIntended(JournalRecord):
     """A `write_file` step is about to write: committed before the file is touched, so a
     resumed run can tell a write that happened (the file has `sha256_intended`) from one
     that did not (`sha256_before`) from someone else's edit (neither)."""
 
     type_name: ClassVar[str] = "FileWriteIntended"
-    step_id: str
-    instance_id: str
     path: str
     mode: Literal["create", "replace"]
     #: The file's hash when the step read it; None: there was no file.

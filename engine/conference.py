@@ -7,7 +7,9 @@ them is refused and recorded) and, with `require_tool`, asks again until a tool 
 (at most twice). Each call's result is a receipt in the round. Phase 2 runs the roles
 concurrently, without tools and without seeing each other; the agent's tier chooses the
 decomposition: T1 three micro-calls (triage -> finding -> evidence), T3 one interpretation,
-T5 one synthesis with room for extra insight. Every call is recorded.
+T5 one synthesis with room for extra insight. Every call is recorded, and every call goes
+through the engine's transport retries (as a recipe step's does): a 429, 5xx or timeout is
+asked again with backoff, each failed attempt recorded in the round (`AgentAttemptFailed`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from typing import Any
 
 from controlroom.domain.canonical import sha256_json
 from controlroom.domain.conference import ConferenceRound
-from controlroom.domain.errors import BadInputError, ControlRoomError, ToolError
+from controlroom.domain.errors import BadInputError, ControlRoomError, ModelError, ToolError
 from controlroom.domain.evidence import Verdict, check_reply, sources_for
+from controlroom.domain.outcomes import AttemptFailure, AttemptReport
 from controlroom.engine.context import Context
+from controlroom.engine.model_call import Retrying
 from controlroom.models.port import ModelRequest
 from controlroom.prompts.contracts import check_reply as check_contract
 
@@ -56,6 +60,9 @@ class ConferenceService:
         # One view of the files for the round: its tool calls and the quotes checked
         # against them see the same text (and a long-lived server sees today's files).
         self.workspace = ctx.workspace.snapshot()
+        #: Failed attempts reported while calls run (phase 2 runs roles at once), recorded
+        #: in the round at its next save: (role, prompt type, failure).
+        self._failed: list[tuple[str, str, AttemptFailure]] = []
 
     async def run(self, request: RoundRequest) -> ConferenceRound:
         unknown = sorted(set(request.allowed_tools) - set(self.ctx.tools.names()))
@@ -81,10 +88,12 @@ class ConferenceService:
                 *(self._interpret(conference, r) for r in conference.roles)
             )
         except ControlRoomError as exc:
+            self._record_failed_attempts(conference)
             conference.fail(self.ctx.clock.now(), str(exc))
             await self._save(conference)
             raise
         now = self.ctx.clock.now()
+        self._record_failed_attempts(conference)
         verdicts: dict[str, tuple[str, Verdict]] = {}
         for role, reply in zip(conference.roles, replies, strict=True):
             for call in reply.calls:
@@ -176,6 +185,13 @@ class ConferenceService:
         rendered = self.ctx.prompts.contract_for("conference_tools")
         assert rendered is not None
         value, errors = check_contract(text, rendered)
+        if errors and conference.require_tool and not conference.receipts:
+            # Read as "no tool", the round would close without the tool it requires and be
+            # refused as the user's fault (bad input): it is the agent's failure.
+            raise ModelError(
+                "the Chief's reply broke the tool_choice contract in a round that requires a "
+                f"tool call: {'; '.join(errors[:3])}"
+            )
         if errors:  # not a choice: treat as "no more tools", the round goes on
             return {}
         return value if isinstance(value, dict) else {}
@@ -229,7 +245,6 @@ class ConferenceService:
         self, role: str, prompt_type: str, question: str, slots: dict[str, str]
     ) -> tuple[str, dict[str, Any]]:
         profile = self.ctx.agents.profile(role)
-        client = self.ctx.agents.client(profile.provider)
         rendered = self.ctx.prompts.render(prompt_type, profile.tier, question, slots)
         contract = rendered.contract
         request = ModelRequest(
@@ -246,16 +261,14 @@ class ConferenceService:
             response_schema=contract.schema if contract is not None else None,
             contract_name=contract.name if contract is not None else None,
         )
-        deadline = (
-            self.ctx.settings.agent_timeout_s
-            or self.ctx.agents.provider_config(profile.provider).deadline_s
-        )
+
+        def report(failure: AttemptReport) -> None:
+            if isinstance(failure, AttemptFailure):
+                self._failed.append((role, prompt_type, failure))
+
+        calls = Retrying.for_agent(self.ctx, profile, f"agent '{role}'", report)
         started = time.perf_counter()
-        try:
-            async with asyncio.timeout(deadline):
-                response = await client.complete(request)
-        except TimeoutError:
-            raise ControlRoomError(f"{role} gave no answer within {deadline:g}s") from None
+        response, _ = await calls.reply(request)
         return response.text, {
             "tier": profile.tier,
             "provider": profile.provider,
@@ -266,7 +279,26 @@ class ConferenceService:
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
         }
 
+    def _record_failed_attempts(self, conference: ConferenceRound) -> None:
+        failed, self._failed = self._failed, []
+        now = self.ctx.clock.now()
+        for role, prompt_type, f in failed:
+            conference.record_failed_attempt(
+                now,
+                role=role,
+                prompt_type=prompt_type,
+                attempt=f.attempt,
+                provider=f.provider,
+                model=f.model,
+                kind=f.kind,
+                status=f.status,
+                message=f.message,
+                will_retry=f.will_retry,
+                retry_in_s=f.retry_in_s,
+            )
+
     async def _save(self, conference: ConferenceRound) -> None:
+        self._record_failed_attempts(conference)
         # Off the event loop: the server runs rounds beside its live feeds.
         await asyncio.to_thread(self.ctx.store.save, conference)
         if self.on_change is not None:

@@ -8,7 +8,7 @@ missing extra) is a configuration error before the run starts, never a silent fa
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,16 @@ class AgentDirectory:
             params=dict(role.params),
             escalation=tuple(role.escalation),
         )
+
+    def with_model(self, profile: AgentProfile, choice: str) -> AgentProfile:
+        """The profile served by another model, named explicitly as `provider:model` (a
+        flow's override, an escalation rung): an unconfigured provider is an error here,
+        never a silent fallback to the role's own model."""
+        provider, sep, model = choice.partition(":")
+        if not sep or not provider or not model:
+            raise ModelConfigError(f"model '{choice}' must be named as PROVIDER:MODEL")
+        self.client(provider)  # configured, and its client can be built
+        return replace(profile, provider=provider, model=model)
 
     def provider_config(self, provider: str) -> ProviderConfig:
         try:

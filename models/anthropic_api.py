@@ -4,19 +4,22 @@ The role goes in `system`, the task in the user message. A reply contract is sen
 `output_config.format` (JSON Schema structured output, the schema adapted the way the
 official SDK adapts it), and dropped if the server refuses it. A provider with no
 `api_key_env` sends no key at all: never one the SDK would pick up from the environment.
+A reply is read only up to `max_reply_chars` (`models/bounded_http.py`).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from controlroom.domain import untrusted_json
 from controlroom.domain.errors import ModelCallError
 from controlroom.domain.run_events import TokenUsage
+from controlroom.models.ambient import omitted
+from controlroom.models.bounded_http import bounded_http_client, reply_too_large
 from controlroom.models.config import ProviderConfig
 from controlroom.models.keys import api_key
 from controlroom.models.offline import approx_tokens
-from controlroom.models.port import ModelRequest, ModelResponse, TextSink
+from controlroom.models.port import ModelRequest, ModelResponse, TextSink, well_formed
 from controlroom.models.sdk_errors import import_sdk, parsed_stream, translated
 from controlroom.models.structured import SchemaFallback
 
@@ -36,7 +39,7 @@ class AnthropicModel(SchemaFallback):
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._refuses_schema = config.structured_output == "never"
 
-    def _client(self) -> Any:
+    def _client(self, max_reply_chars: int) -> Any:
         # One client per call, closed after it: its connections belong to one event loop,
         # and a run may be resumed on another. An explicit credential stops the SDK from
         # reading ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN or credential files: a key goes
@@ -44,12 +47,14 @@ class AnthropicModel(SchemaFallback):
         return self._sdk.AsyncAnthropic(
             api_key=self._key or "unused",
             base_url=self._base_url,
+            default_headers=omitted(self._sdk, "ANTHROPIC_CUSTOM_HEADERS"),
             # The idle timeout bounds each read (the first byte, then each chunk), so a
             # server streaming steadily is never cut off; the engine holds the deadline.
             timeout=self._sdk.Timeout(
                 self._config.timeout_s, connect=self._config.connect_timeout_s
             ),
             max_retries=0,
+            http_client=bounded_http_client(self._sdk, max_reply_chars),
         )
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
@@ -83,8 +88,9 @@ class AnthropicModel(SchemaFallback):
     ) -> ModelResponse:
         extra = {k: v for k, v in body.items() if k not in _OWN_KEYS}
         parts: list[str] = []
+        limit = request.max_reply_chars
         with translated(self._sdk, self._key, self._base_url):
-            async with self._client() as client:
+            async with self._client(limit) as client:
                 raw = await client.messages.with_raw_response.create(
                     model=body["model"],
                     max_tokens=body["max_tokens"],
@@ -93,12 +99,17 @@ class AnthropicModel(SchemaFallback):
                     extra_body=extra,
                 )
                 if "text/event-stream" in raw.headers.get("content-type", ""):
-                    measured, stop = await self._read(await parsed_stream(raw), parts, on_text)
+                    measured, stop = await self._read(
+                        await parsed_stream(raw), parts, on_text, limit
+                    )
                 else:  # a server that ignores `stream: true` and answers with one body
-                    measured, stop = _whole(json.loads(await raw.http_response.aread()), parts)
+                    whole = untrusted_json.loads((await raw.http_response.aread()).decode())
+                    measured, stop = _whole(whole, parts)
+                    if sum(map(len, parts)) > limit:
+                        raise reply_too_large(limit, "in one response body")
                     if parts and on_text is not None:
                         on_text(parts[0])
-        text = "".join(parts)
+        text = well_formed("".join(parts))
         if stop == "max_tokens":
             raise ModelCallError(
                 "unusable", "the reply was cut off at the token limit (stop_reason=max_tokens)"
@@ -122,14 +133,18 @@ class AnthropicModel(SchemaFallback):
         )
 
     async def _read(
-        self, stream: Any, parts: list[str], on_text: TextSink | None
+        self, stream: Any, parts: list[str], on_text: TextSink | None, limit: int
     ) -> tuple[tuple[int, int], str | None]:
         input_tokens = output_tokens = 0
+        received = 0
         stop: str | None = None
         async for event in stream:
             if event.type == "message_start":
                 input_tokens = _tokens(event.message.usage, "input_tokens") or input_tokens
             elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                received += len(event.delta.text)
+                if received > limit:  # stop reading: the rest is never held
+                    raise reply_too_large(limit, "streamed")
                 parts.append(event.delta.text)
                 if on_text is not None:
                     on_text(event.delta.text)

@@ -69,6 +69,20 @@ class ProviderConfig(_Strict):
             "output_config); auto: send it, and ask again without it if the server refuses"
         ),
     )
+    organization: str | None = Field(
+        default=None,
+        description=(
+            "openai only: the OpenAI-Organization header; unset, none is sent (never an "
+            "ambient OPENAI_ORG_ID)"
+        ),
+    )
+    project: str | None = Field(
+        default=None,
+        description=(
+            "openai only: the OpenAI-Project header; unset, none is sent (never an ambient "
+            "OPENAI_PROJECT_ID)"
+        ),
+    )
     max_retries: int = Field(default=3, ge=0, le=10)
     backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles each time")
     prices: dict[str, Price] = Field(default_factory=dict)

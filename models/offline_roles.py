@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from controlroom.domain import untrusted_json
 from controlroom.domain.canonical import sha256_text
 from controlroom.tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
 from controlroom.tools.builtin.prose_analyzer import prose_metrics
@@ -31,8 +32,8 @@ def _json_of(inputs: Inputs) -> dict[str, Any]:
     for _, text in inputs:
         stripped = text.strip()
         if stripped.startswith("{"):
-            try:
-                value = json.loads(stripped)
+            try:  # a slot another model wrote: read within bounds
+                value = untrusted_json.loads(stripped)
             except ValueError:
                 continue
             if isinstance(value, dict):

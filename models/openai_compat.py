@@ -5,19 +5,25 @@ every attempt as an event. The system prompt (the role) and the user message (th
 are separate messages; a reply contract is sent as `response_format` (JSON Schema
 structured output), and if the server refuses that parameter the request is sent again
 without it: the contract is in the system prompt too, and the engine validates the reply.
+A reply is read only up to `max_reply_chars` (`models/bounded_http.py`). The key, the
+organization and the project sent are the ones this provider's configuration names, never
+those the SDK would find in the environment (OPENAI_API_KEY, OPENAI_ORG_ID,
+OPENAI_PROJECT_ID), which belong to OpenAI and not to whatever server `base_url` names.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from controlroom.domain import untrusted_json
 from controlroom.domain.errors import ModelCallError
 from controlroom.domain.run_events import TokenUsage
+from controlroom.models.ambient import omitted
+from controlroom.models.bounded_http import bounded_http_client, reply_too_large
 from controlroom.models.config import ProviderConfig
 from controlroom.models.keys import api_key
 from controlroom.models.offline import approx_tokens
-from controlroom.models.port import ModelRequest, ModelResponse, TextSink
+from controlroom.models.port import ModelRequest, ModelResponse, TextSink, well_formed
 from controlroom.models.sdk_errors import import_sdk, parsed_stream, translated
 from controlroom.models.structured import SchemaFallback
 
@@ -37,12 +43,21 @@ class OpenAICompatibleModel(SchemaFallback):
         #: Set when this server refused `response_format` once: not sent again.
         self._refuses_schema = config.structured_output == "never"
 
-    def _client(self) -> Any:
+    def _client(self, max_reply_chars: int) -> Any:
         # One client per call, closed after it: an SDK client's connections belong to the
         # event loop that opened them, and a run may be resumed on another loop.
+        organization, project = self._config.organization, self._config.project
+        # Given None, the SDK reads OPENAI_ORG_ID / OPENAI_PROJECT_ID and sends them as
+        # headers, to whatever base_url this is: a header not configured here is omitted.
+        headers = {"OpenAI-Organization": organization, "OpenAI-Project": project}
+        unset = {header: self._sdk.Omit() for header, value in headers.items() if value is None}
+        unset |= omitted(self._sdk, "OPENAI_CUSTOM_HEADERS")
         return self._sdk.AsyncOpenAI(
             # Never an ambient OPENAI_API_KEY: only the key the configuration names.
             api_key=self._key or "unused",
+            organization=organization,
+            project=project,
+            default_headers=unset,
             base_url=self._base_url,
             # The idle timeout bounds each read (the first byte, then each chunk), so a
             # server streaming steadily is never cut off; the engine holds the deadline.
@@ -50,6 +65,7 @@ class OpenAICompatibleModel(SchemaFallback):
                 self._config.timeout_s, connect=self._config.connect_timeout_s
             ),
             max_retries=0,
+            http_client=bounded_http_client(self._sdk, max_reply_chars),
         )
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
@@ -86,18 +102,24 @@ class OpenAICompatibleModel(SchemaFallback):
         self, body: dict[str, Any], request: ModelRequest, on_text: TextSink | None
     ) -> ModelResponse:
         extra = {k: v for k, v in body.items() if k not in _OWN_KEYS}
+        limit = request.max_reply_chars
         with translated(self._sdk, self._key, self._base_url):
-            async with self._client() as client:
+            async with self._client(limit) as client:
                 raw = await client.chat.completions.with_raw_response.create(
                     model=body["model"], messages=body["messages"], stream=True, extra_body=extra
                 )
                 if "text/event-stream" in raw.headers.get("content-type", ""):
-                    parts, finish, usage = await self._read(await parsed_stream(raw), on_text)
+                    parts, finish, usage = await self._read(
+                        await parsed_stream(raw), on_text, limit
+                    )
                 else:  # a server that ignores `stream: true` and answers with one body
-                    parts, finish, usage = _whole(json.loads(await raw.http_response.aread()))
+                    whole = untrusted_json.loads((await raw.http_response.aread()).decode())
+                    parts, finish, usage = _whole(whole)
+                    if sum(map(len, parts)) > limit:
+                        raise reply_too_large(limit, "in one response body")
                     if parts and on_text is not None:
                         on_text(parts[0])
-        text = "".join(parts)
+        text = well_formed("".join(parts))
         if finish == "length":
             raise ModelCallError(
                 "unusable", "the reply was cut off at the token limit (finish_reason=length)"
@@ -113,9 +135,10 @@ class OpenAICompatibleModel(SchemaFallback):
         return ModelResponse(text, _usage(usage, request, text))
 
     async def _read(
-        self, stream: Any, on_text: TextSink | None
+        self, stream: Any, on_text: TextSink | None, limit: int
     ) -> tuple[list[str], str | None, Any]:
         parts: list[str] = []
+        received = 0
         finish: str | None = None
         usage: Any = None
         async for chunk in stream:
@@ -124,6 +147,9 @@ class OpenAICompatibleModel(SchemaFallback):
             for choice in chunk.choices or []:
                 text = choice.delta.content if choice.delta else None
                 if text:
+                    received += len(text)
+                    if received > limit:  # stop reading: the rest is never held
+                        raise reply_too_large(limit, "streamed")
                     parts.append(text)
                     if on_text is not None:
                         on_text(text)

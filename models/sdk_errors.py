@@ -87,3 +87,7 @@ def translated(sdk: ModuleType, secret: str | None, base_url: str) -> Iterator[N
         raise error("stream_error", exc, note="error event mid-stream: ") from None
     except ValueError as exc:  # a reply that is not valid JSON
         raise error("unusable", exc, note="malformed response: ") from None
+    except RecursionError:  # the SDK parsed an event nested too deep to read
+        raise ModelCallError(
+            "unusable", "malformed response: an event nested too deeply to read"
+        ) from None

@@ -10,10 +10,14 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from controlroom.domain import untrusted_json
+from controlroom.domain.kept_text import bounded_errors
 
 
 class _Contract(BaseModel):
@@ -272,46 +276,109 @@ def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
 # -- extraction: the JSON in a reply -----------------------------------------------------------
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
+_OPENER = re.compile(r"[\[{]")
+#: Where a reply's JSON may start after prose: at most this many tries (each reads no further
+#: than its value's end or `MAX_DEPTH` levels down, so the whole search stays linear).
+MAX_TRIES = 1_000
 
 
 class NoJsonError(ValueError):
     """The reply holds no JSON document."""
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One JSON value found in a reply, and how many characters of the reply it spans."""
+
+    value: Any
+    size: int
+
+
+def candidates(reply: str, problems: list[str] | None = None) -> Iterator[Candidate]:
+    """Every JSON value a reply may mean, in order: the whole reply, each code fence, then
+    each object or array after (and between) prose, left to right and not nested in one
+    found before. A value nested too deep is never parsed: it is noted in `problems`."""
+    noted = problems if problems is not None else []
+    text = reply.strip()
+
+    def note(problem: str) -> None:
+        if problem not in noted:
+            noted.append(problem)
+
+    def parsed(source: str) -> Candidate | None:
+        try:
+            return Candidate(untrusted_json.loads(source), len(source))
+        except untrusted_json.TooDeepError as exc:
+            note(str(exc))
+        except ValueError:
+            pass
+        return None
+
+    whole = parsed(text)
+    if whole is not None:
+        yield whole
+        return
+    for fenced in _FENCE.findall(text):
+        found = parsed(fenced.strip())
+        if found is not None:
+            yield found
+    position = 0
+    for _ in range(MAX_TRIES):
+        match = _OPENER.search(text, position)
+        if match is None:
+            return
+        start = match.start()
+        try:
+            value, end = untrusted_json.decode_at(text, start)
+        except untrusted_json.TooDeepError as exc:
+            note(str(exc))
+            position = start + 1
+            continue
+        except ValueError:  # not JSON from here (or a number JSON cannot hold)
+            position = start + 1
+            continue
+        position = end
+        yield Candidate(value, end - start)
+
+
+def _no_json(reply: str, problems: list[str]) -> NoJsonError:
+    if not reply.strip():
+        return NoJsonError("the reply is empty")
+    if problems:
+        return NoJsonError(problems[0])
+    return NoJsonError("the reply contains no JSON object")
+
+
 def extract_json(reply: str) -> Any:
     """The JSON value of a reply: bare, in a code fence, or after (and before) prose.
 
-    Tried in that order; the first candidate that parses wins. Raises `NoJsonError` naming
-    what was wrong when none does.
-    """
-    text = reply.strip()
-    if not text:
-        raise NoJsonError("the reply is empty")
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    for fenced in _FENCE.findall(text):
-        try:
-            return json.loads(fenced.strip())
-        except ValueError:
-            continue
-    decoder = json.JSONDecoder()
-    for start, char in enumerate(text):
-        if char in "{[":
-            try:
-                value, _ = decoder.raw_decode(text, start)
-            except ValueError:
-                continue
-            if isinstance(value, dict | list):
-                return value
-    raise NoJsonError("the reply contains no JSON object")
+    The whole reply when it is JSON; otherwise the largest object or array found in it.
+    Raises `NoJsonError` naming what was wrong when there is none."""
+    problems: list[str] = []
+    best: Candidate | None = None
+    for found in candidates(reply, problems):
+        if best is None or found.size > best.size:
+            best = found
+    if best is None:
+        raise _no_json(reply, problems)
+    return best.value
 
 
 def check_reply(reply: str, contract: Contract) -> tuple[Any, list[str]]:
-    """(the extracted value, the contract's errors); errors is empty for a valid reply."""
-    try:
-        value = extract_json(reply)
-    except NoJsonError as exc:
-        return None, [f"$: {exc}"]
-    return value, contract.check(value)
+    """(the extracted value, the contract's errors); errors is empty for a valid reply.
+
+    The first JSON value in the reply that satisfies the contract is the answer, so a
+    preamble that mentions `[1, 2, 3]` does not hide the report after it. When none does,
+    the errors are those of the largest value found (the one most likely meant)."""
+    problems: list[str] = []
+    best: tuple[Candidate, list[str]] | None = None
+    for found in candidates(reply, problems):
+        errors = contract.check(found.value)
+        if not errors:
+            return found.value, []
+        if best is None or found.size > best[0].size:
+            best = (found, errors)
+    if best is None:
+        return None, [f"$: {_no_json(reply, problems)}"]
+    # What a reply breaks is named in events, issues and the next prompt: never unbounded.
+    return best[0].value, bounded_errors(best[1])
