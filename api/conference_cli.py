@@ -14,14 +14,13 @@ import argparse
 import sys
 from typing import Any
 
+from controlroom.api.cli_common import read_views
 from controlroom.domain.conference import ConferenceRound
 from controlroom.domain.errors import BadInputError
 from controlroom.engine import event_loop
 from controlroom.engine.conference import ConferenceService, RoundRequest
 from controlroom.engine.context import Context
-from controlroom.engine.followers import Followers
 from controlroom.projections.conference_models import RoundDetail
-from controlroom.projections.views import Views
 
 DEFAULT_ROLES = "continuity,critic,planner,writer,editor"
 
@@ -78,6 +77,7 @@ class _Printer:
     def __init__(self) -> None:
         self.receipts = 0
         self.refused = 0
+        self.failed = 0
 
     def __call__(self, conference: ConferenceRound) -> None:
         for receipt in list(conference.receipts.values())[self.receipts :]:
@@ -85,7 +85,11 @@ class _Printer:
             print(f"  ✓ {receipt.tool} {receipt.receipt_id}: {first[:100]}", file=sys.stderr)
         for refused in conference.refused[self.refused :]:
             print(f"  ✘ {refused.tool} refused: {refused.reason}", file=sys.stderr)
+        for failed in conference.failed_attempts[self.failed :]:
+            then = f"asked again after {failed.retry_in_s:g}s" if failed.will_retry else "gave up"
+            print(f"  ↻ {failed.role}: {failed.message[:120]} ({then})", file=sys.stderr)
         self.receipts, self.refused = len(conference.receipts), len(conference.refused)
+        self.failed = len(conference.failed_attempts)
         if (
             conference.evidence is not None
             and conference.status == "open"
@@ -95,9 +99,8 @@ class _Printer:
 
 
 def _show(ctx: Context, round_id: str, ns: argparse.Namespace, *, live: bool = False) -> int:
-    views = Views.for_store(ctx.store, ctx.workspace.root)
-    Followers(ctx.store, views).catch_up()  # the close policy files the transcript issue
-    with views:
+    # After a round ran here, the close policy files the transcript issue first.
+    with read_views(ctx, after_command=live or not ns.show) as views:
         detail = views.conferences.round(round_id)
     if ns.json:
         print(detail.model_dump_json(indent=2))
@@ -124,9 +127,7 @@ def _print(detail: RoundDetail) -> None:
 
 
 def _list(ctx: Context, ns: argparse.Namespace) -> int:
-    views = Views.for_store(ctx.store, ctx.workspace.root)
-    Followers(ctx.store, views).catch_up()
-    with views:
+    with read_views(ctx) as views:
         rounds = views.conferences.rounds()
     if ns.json:
         print("[" + ",".join(r.model_dump_json() for r in rounds) + "]")

@@ -13,11 +13,13 @@ from starlette.routing import Route
 
 from controlroom.api.bodies import read_body
 from controlroom.api.conference_cli import DEFAULT_ROLES
+from controlroom.api.errors import HttpError
 from controlroom.api.history import stream_page
-from controlroom.api.limits import MAX_ID, MAX_TEXT
+from controlroom.api.limits import MAX_ID, MAX_ROLES, MAX_TOOLS, Text
 from controlroom.api.server import Server
 from controlroom.api.sse import follow, resume_position, stream
 from controlroom.domain.conference import RoundClosed, RoundFailed
+from controlroom.domain.errors import ModelCallError, ModelError
 from controlroom.engine.conference import ConferenceService, RoundRequest
 from controlroom.eventstore.store import Positioned
 
@@ -26,11 +28,11 @@ _ENDS = (RoundClosed, RoundFailed)
 
 class StartRoundBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=MAX_TEXT)
+    question: Text
     roles: list[str] = Field(
-        default_factory=lambda: DEFAULT_ROLES.split(","), min_length=1, max_length=20
+        default_factory=lambda: DEFAULT_ROLES.split(","), min_length=1, max_length=MAX_ROLES
     )
-    allowed_tools: list[str] = Field(default_factory=list, max_length=50)
+    allowed_tools: list[str] = Field(default_factory=list, max_length=MAX_TOOLS)
     require_tool: bool = False
 
     @field_validator("question")
@@ -45,7 +47,7 @@ class StartRoundBody(BaseModel):
     def _names(cls, value: list[str]) -> list[str]:
         for name in value:
             if not name.strip() or len(name) > MAX_ID or "\x00" in name:
-                raise ValueError("each name is 1-200 characters of text")
+                raise ValueError(f"each name is 1-{MAX_ID} characters of text")
         if len(set(value)) != len(value):
             raise ValueError("names one twice")
         return value
@@ -64,9 +66,16 @@ def _detail(request: Request, round_id: str) -> JSONResponse:
 async def start_round(request: Request) -> JSONResponse:
     body = await read_body(request, StartRoundBody)
     server = _server(request)
-    conference = await ConferenceService(server.ctx).run(
-        RoundRequest(body.question, body.roles, body.allowed_tools, body.require_tool)
-    )
+    try:
+        conference = await ConferenceService(server.ctx).run(
+            RoundRequest(body.question, body.roles, body.allowed_tools, body.require_tool)
+        )
+    except ModelError as exc:
+        # The Chief's model failed the round (its server, after the engine's retries, or its
+        # replies): a bad gateway. The round is recorded as failed, with every attempt.
+        transport = isinstance(exc.__cause__, ModelCallError)
+        code = "model_unavailable" if transport else "model_failed"
+        raise HttpError(502, code, str(exc)) from exc
     response = await run_in_threadpool(_detail, request, conference.id)
     response.status_code = 201
     return response

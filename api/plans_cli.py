@@ -14,7 +14,9 @@
     controlroom plan export PLAN --dir DIR     appendix G: sessions/SESSION/plan.json
 
 Exit codes: 0 done (or waiting for your answer), 1 a task failed, 64 bad input or a control
-the plan's state does not allow, 75 a conflict.
+the plan's state does not allow, 75 a conflict. The Chief's review of a task never changes
+the exit code: a review that fails is asked again a few times, then given up, and `start` /
+`resume` say so on stderr (the task's own outcome stands).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import sys
 from typing import Any
 
+from controlroom.api.cli_common import read_views
 from controlroom.domain.errors import BadInputError
 from controlroom.domain.plan import PlanStatus, SessionPlan
 from controlroom.engine import event_loop
@@ -76,6 +79,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--dir", help="export: the folder to write sessions/SESSION/plan.json in")
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
     return p
+
+
+#: The plan commands that only read.
+READ_ACTIONS = frozenset({"show", "list", "export"})
 
 
 def run_plan_command(ctx: Context, ns: argparse.Namespace) -> int:
@@ -143,6 +150,13 @@ def _execute(ctx: Context, plan_id: str, ns: argparse.Namespace) -> int:
         return 130
     followers.catch_up()
     code = _show(ctx, plan_id, ns)
+    for task_id, given_up in plan.abandoned_reviews.items():
+        print(
+            f"controlroom: the Chief's review of task {task_id} was given up after "
+            f"{given_up.attempts} attempt(s): {_short(given_up.error)}; the task's own "
+            f"outcome stands ({plan.task_state(task_id).value})",
+            file=sys.stderr,
+        )
     if plan.status == PlanStatus.FAILED:
         return EXIT_FAILED
     return code
@@ -153,6 +167,7 @@ class _Printer:
 
     def __init__(self) -> None:
         self.seen: dict[int, str] = {}
+        self.review_failures: dict[int, int] = {}
 
     def __call__(self, plan: SessionPlan) -> None:
         for task_id, state in plan.states().items():
@@ -164,21 +179,32 @@ class _Printer:
                     f"{task.description}",
                     file=sys.stderr,
                 )
+        for task_id, failures in plan.review_failures.items():
+            for failed in failures[self.review_failures.get(task_id, 0) :]:
+                then = (
+                    f"asked again at {failed.retry_at:%H:%M:%S}" if failed.retry_at else "given up"
+                )
+                print(
+                    f"  ↻ the Chief's review of task {task_id} failed (attempt "
+                    f"{failed.attempt}; {then}): {_short(failed.error, 160)}",
+                    file=sys.stderr,
+                )
+            self.review_failures[task_id] = len(failures)
 
 
 def _show(ctx: Context, plan_id: str, ns: argparse.Namespace, *, created: bool = False) -> int:
-    views = Views.for_store(ctx.store, ctx.workspace.root)
-    Followers(ctx.store, views).catch_up()
-    with views:
+    # After a command that changed the plan the policies react first (its ready tasks'
+    # runs start); `plan show` only reads.
+    with read_views(ctx, after_command=ns.action not in READ_ACTIONS) as views:
         detail = views.plans.plan(plan_id)
     if ns.json:
         print(detail.model_dump_json(indent=2))
         return EXIT_DONE
-    _print_plan(detail, created)
+    _print_plan(detail, created, ctx.store.load(SessionPlan, plan_id))
     return EXIT_DONE
 
 
-def _print_plan(plan: PlanDetail, created: bool) -> None:
+def _print_plan(plan: PlanDetail, created: bool, recorded: SessionPlan | None = None) -> None:
     print(f"plan {plan.plan_id} ({plan.status}): {plan.intent}")
     for task in plan.tasks:
         deps = f" after {', '.join(map(str, task.deps))}" if task.deps else ""
@@ -201,7 +227,29 @@ def _print_plan(plan: PlanDetail, created: bool) -> None:
             print(f"       why: {task.outcome_detail}")
         if task.review:
             print(f"       Chief: {task.review.decision} — {task.review.notes}")
+        elif recorded is not None:
+            _print_review_failure(recorded, task.task_id)
     _print_next(plan, created)
+
+
+def _print_review_failure(plan: SessionPlan, task_id: int) -> None:
+    """A review that failed: given up, or to be asked again (and when)."""
+    given_up = plan.abandoned_reviews.get(task_id)
+    failures = plan.review_failures.get(task_id)
+    if given_up is not None:
+        print(
+            f"       Chief review given up after {given_up.attempts} attempt(s): "
+            f"{_short(given_up.error)}"
+        )
+    elif failures:
+        last = failures[-1]
+        when = f", asked again at {last.retry_at:%H:%M:%S}" if last.retry_at else ""
+        print(f"       Chief review attempt {last.attempt} failed{when}: {_short(last.error)}")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _print_next(plan: PlanDetail, created: bool) -> None:
@@ -233,9 +281,7 @@ def _export(ctx: Context, plan_id: str, ns: argparse.Namespace) -> int:
 
     if not ns.dir:
         raise BadInputError("plan export needs --dir DIR")
-    views = Views.for_store(ctx.store, ctx.workspace.root)
-    Followers(ctx.store, views).catch_up()
-    with views:
+    with read_views(ctx) as views:
         plan = views.plans.plan(plan_id)
     document = {
         "session_id": plan.session_id,
@@ -266,9 +312,7 @@ def _export(ctx: Context, plan_id: str, ns: argparse.Namespace) -> int:
 
 
 def _list(ctx: Context, ns: argparse.Namespace) -> int:
-    views = Views.for_store(ctx.store, ctx.workspace.root)
-    Followers(ctx.store, views).catch_up()
-    with views:
+    with read_views(ctx) as views:
         rows = views.plans.plans(ns.status)
     if ns.json:
         print("[" + ",".join(r.model_dump_json() for r in rows) + "]")

@@ -20,10 +20,11 @@ from starlette.routing import Route
 from controlroom.api.bodies import read_body
 from controlroom.api.errors import HttpError
 from controlroom.api.history import stream_page
-from controlroom.api.limits import MAX_TEXT
+from controlroom.api.limits import MAX_ITEMS, Note, TaskNumber, Text
 from controlroom.api.server import Server
 from controlroom.api.sse import follow, resume_position, stream
 from controlroom.domain.plan import SessionPlan, plan_run_id
+from controlroom.domain.plan_errors import ChiefUnavailableError
 from controlroom.domain.plan_events import PlanFinished
 from controlroom.engine.plans import PlanService
 from controlroom.eventstore.store import Positioned
@@ -43,25 +44,23 @@ class _Body(BaseModel):
 
 
 class CreatePlanBody(_Body):
-    intent: str = Field(min_length=1, max_length=MAX_TEXT, description="what you want done")
+    intent: Text = Field(description="what you want done")
 
 
 class PauseBody(_Body):
-    reason: str = Field(default="", max_length=MAX_TEXT)
+    reason: Note = ""
 
 
 class TaskBody(_Body):
-    task_id: int = Field(ge=1, le=1_000_000)
+    task_id: TaskNumber
 
 
 class AnswerBody(TaskBody):
-    answer: str = Field(
-        min_length=1, max_length=MAX_TEXT, description="a choice's number or text, or words"
-    )
+    answer: Text = Field(description="a choice's number or text, or words")
 
 
 class EditBody(TaskBody):
-    description: str = Field(min_length=1, max_length=MAX_TEXT)
+    description: Text
 
 
 class RemoveBody(TaskBody):
@@ -69,7 +68,7 @@ class RemoveBody(TaskBody):
 
 
 class ReorderBody(_Body):
-    order: list[int] = Field(min_length=1, max_length=10_000)
+    order: list[int] = Field(min_length=1, max_length=MAX_ITEMS)
 
 
 def _server(request: Request) -> Server:
@@ -84,7 +83,11 @@ def _detail(request: Request, plan_id: str) -> JSONResponse:
 
 async def create_plan(request: Request) -> JSONResponse:
     body = await read_body(request, CreatePlanBody)
-    plan = await PlanService(_server(request).ctx).create(body.intent)
+    try:
+        plan = await PlanService(_server(request).ctx).create(body.intent)
+    except ChiefUnavailableError as exc:
+        # The Chief's model server failed (after the engine's retries): a bad gateway.
+        raise HttpError(502, "model_unavailable", str(exc)) from exc
     response = await run_in_threadpool(_detail, request, plan.id)
     response.status_code = 201
     return response
@@ -161,7 +164,8 @@ def _finishes_after(server: Server, plan: SessionPlan, after: int) -> bool:
 
 
 async def review_finished_tasks(server: Server) -> None:
-    """The Chief reviews the tasks that finished since it last looked (the server's loop)."""
+    """The Chief reviews the tasks that finished since it last looked, and asks again the
+    failed reviews whose wait is over (the server's loop; the plan bounds the attempts)."""
     views = server.views
     service = PlanService(server.ctx)
     for plan_id in await asyncio.to_thread(views.plans.unreviewed):

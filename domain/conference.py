@@ -72,6 +72,23 @@ class AgentCallRecorded(DomainEvent):
     latency_ms: float = 0.0
 
 
+class AgentAttemptFailed(DomainEvent):
+    """One failed attempt at a role's model call in the round (a transport fault: 429, 5xx,
+    a refused connection, a timeout); `will_retry` says whether the engine asked again."""
+
+    type_name: ClassVar[str] = "AgentAttemptFailed"
+    role: str
+    prompt_type: str
+    attempt: int
+    provider: str
+    model: str
+    kind: str
+    status: int | None = None
+    message: str
+    will_retry: bool
+    retry_in_s: float = 0.0
+
+
 class ReplyAccepted(DomainEvent):
     type_name: ClassVar[str] = "ReplyAccepted"
     role: str
@@ -116,6 +133,7 @@ class ConferenceRound(Aggregate):
         self.evidence: str | None = None
         self.replies: dict[str, ReplyAccepted | ReplyRejected] = {}
         self.calls: list[AgentCallRecorded] = []
+        self.failed_attempts: list[AgentAttemptFailed] = []
         self.status = "open"
         self.issue_id: str | None = None
 
@@ -165,6 +183,9 @@ class ConferenceRound(Aggregate):
 
     def record_call(self, at: datetime, **fields: Any) -> None:
         self._trigger(AgentCallRecorded, at, **fields)
+
+    def record_failed_attempt(self, at: datetime, **fields: Any) -> None:
+        self._trigger(AgentAttemptFailed, at, **fields)
 
     def record_replies(self, at: datetime, verdicts: dict[str, tuple[str, Any]]) -> None:
         """Every role's reply with its verdict, in role order (not completion order)."""
@@ -224,6 +245,8 @@ class ConferenceRound(Aggregate):
             self.evidence = event.evidence
         elif isinstance(event, AgentCallRecorded):
             self.calls.append(event)
+        elif isinstance(event, AgentAttemptFailed):
+            self.failed_attempts.append(event)
         elif isinstance(event, ReplyAccepted | ReplyRejected):
             self.replies[event.role] = event
         elif isinstance(event, RepliesCollected):
@@ -242,6 +265,7 @@ ROUND_EVENTS = frozenset(
         EvidenceReceipt,
         EvidenceClosed,
         AgentCallRecorded,
+        AgentAttemptFailed,
         ReplyAccepted,
         ReplyRejected,
         RepliesCollected,

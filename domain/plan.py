@@ -5,20 +5,28 @@ states). Pending means ready; a running plan asks for a run for each pending tas
 (`TaskRunRequested`, whose run id is fixed by plan and task), a policy records each run's
 outcome (`TaskFinished`), and the plan finishes when nothing more can happen without the
 user. Every user control is an event; each refusal says why.
+
+The Chief reviews each finished task. A review that fails is recorded (`TaskReviewFailed`)
+and asked again later, at most `REVIEW_ATTEMPTS` times in all, then given up
+(`TaskReviewAbandoned`): whether and when to ask again is read from these events, so a
+restarted process neither resets the count nor asks early. A review never holds up the
+plan: the next task runs as soon as the run it needs has finished.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.outcomes import AttemptFailure
 from controlroom.domain.plan_errors import PlanInputError, PlanStateError
 from controlroom.domain.plan_events import (
+    ChiefAttemptFailed,
     PlanApproved,
     PlanCreated,
     PlanFinished,
@@ -32,7 +40,9 @@ from controlroom.domain.plan_events import (
     TaskForceStarted,
     TaskOutcome,
     TaskRemoved,
+    TaskReviewAbandoned,
     TaskReviewed,
+    TaskReviewFailed,
     TaskRunRequested,
     TasksReordered,
 )
@@ -57,6 +67,9 @@ class TaskState(StrEnum):
 
 
 PLAN_FINISHED = frozenset({PlanStatus.DONE, PlanStatus.FAILED})
+#: How many times, at most, the Chief is asked to review one task (each time with its
+#: call's own transport retries) before the review is given up.
+REVIEW_ATTEMPTS = 3
 
 
 def plan_run_id(plan_id: str, task_id: int) -> str:
@@ -124,6 +137,9 @@ class SessionPlan(Aggregate):
         self.outcomes: dict[int, TaskOutcome] = {}
         self.forced: set[int] = set()
         self.reviews: dict[int, TaskReviewed] = {}
+        self.review_failures: dict[int, list[TaskReviewFailed]] = {}
+        self.abandoned_reviews: dict[int, TaskReviewAbandoned] = {}
+        self.chief_attempts: list[ChiefAttemptFailed] = []
         self.answers: dict[int, str] = {}
 
     # -- commands ---------------------------------------------------------------------------
@@ -139,7 +155,10 @@ class SessionPlan(Aggregate):
         tasks: Sequence[PlanTask],
         created_by: str = "chief",
         chief: dict[str, Any] | None = None,
+        failed_attempts: Sequence[AttemptFailure] = (),
     ) -> SessionPlan:
+        """A draft plan; `failed_attempts` are the Chief's calls that failed (and were
+        retried) on the way to it, recorded after it."""
         if not intent.strip():
             raise PlanInputError("the intent is empty", "intent")
         if not tasks:
@@ -155,6 +174,7 @@ class SessionPlan(Aggregate):
             tasks=list(tasks),
             chief=chief or {},
         )
+        plan.record_chief_attempts(at, failed_attempts)
         return plan
 
     def approve(self, at: datetime) -> None:
@@ -284,9 +304,7 @@ class SessionPlan(Aggregate):
     def review(
         self, at: datetime, task_id: int, *, decision: str, notes: str, dod_passed: bool
     ) -> None:
-        self._check_task(task_id)
-        if task_id not in self.outcomes:
-            raise PlanStateError(self.id, self.task_state(task_id), "review an unfinished task")
+        self._check_reviewable(task_id)
         self._trigger(
             TaskReviewed,
             at,
@@ -295,6 +313,48 @@ class SessionPlan(Aggregate):
             notes=notes,
             dod_passed=dod_passed,
         )
+
+    def fail_review(
+        self,
+        at: datetime,
+        task_id: int,
+        error: str,
+        *,
+        first_delay_s: float,
+        attempts_allowed: int = REVIEW_ATTEMPTS,
+    ) -> TaskReviewFailed:
+        """The Chief's review of the task failed. It is asked again after `first_delay_s`,
+        doubling each time, until `attempts_allowed` reviews have failed: then it is given
+        up."""
+        self._check_reviewable(task_id)
+        attempt = len(self.review_failures.get(task_id, [])) + 1
+        gives_up = attempt >= attempts_allowed
+        retry_at = None if gives_up else at + timedelta(seconds=first_delay_s * 2 ** (attempt - 1))
+        failed = self._trigger(
+            TaskReviewFailed, at, task_id=task_id, attempt=attempt, error=error, retry_at=retry_at
+        )
+        if gives_up:
+            self._trigger(TaskReviewAbandoned, at, task_id=task_id, attempts=attempt, error=error)
+        return failed
+
+    def record_chief_attempts(
+        self, at: datetime, failures: Sequence[AttemptFailure], task_id: int | None = None
+    ) -> None:
+        """The Chief's failed model calls (transport faults), planning or reviewing a task."""
+        for failure in failures:
+            self._trigger(
+                ChiefAttemptFailed,
+                at,
+                task_id=task_id,
+                attempt=failure.attempt,
+                provider=failure.provider,
+                model=failure.model,
+                kind=failure.kind,
+                status=failure.status,
+                message=failure.message,
+                will_retry=failure.will_retry,
+                retry_in_s=failure.retry_in_s,
+            )
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -332,7 +392,31 @@ class SessionPlan(Aggregate):
         return [t for t in self.order if t in needed and t != task_id]
 
     def unreviewed(self) -> list[int]:
-        return [t for t in self.order if t in self.outcomes and t not in self.reviews]
+        """Finished tasks the Chief has not reviewed and that are not given up."""
+        return [
+            t
+            for t in self.order
+            if t in self.outcomes and t not in self.reviews and t not in self.abandoned_reviews
+        ]
+
+    def review_retry_at(self, task_id: int) -> datetime | None:
+        """When the task's failed review may be asked again (None: it has not failed)."""
+        failures = self.review_failures.get(task_id)
+        return failures[-1].retry_at if failures else None
+
+    def reviews_due(self, now: datetime) -> list[int]:
+        """The unreviewed tasks the Chief may be asked about now: never asked, or their last
+        failed review's wait is over."""
+        return [
+            t
+            for t in self.unreviewed()
+            if (retry_at := self.review_retry_at(t)) is None or retry_at <= now
+        ]
+
+    def next_review_retry(self) -> datetime | None:
+        """The earliest time a failed review is to be asked again, if one is waiting."""
+        waiting = [at for t in self.unreviewed() if (at := self.review_retry_at(t)) is not None]
+        return min(waiting, default=None)
 
     @property
     def is_finished(self) -> bool:
@@ -393,6 +477,15 @@ class SessionPlan(Aggregate):
                 "task_id",
             )
 
+    def _check_reviewable(self, task_id: int) -> None:
+        self._check_task(task_id)
+        if task_id not in self.outcomes:
+            raise PlanStateError(self.id, self.task_state(task_id), "review an unfinished task")
+        if task_id in self.reviews or task_id in self.abandoned_reviews:
+            raise PlanStateError(
+                self.id, self.task_state(task_id), f"review task {task_id}: its review is over"
+            )
+
     def _check_not_started(self, task_id: int, wanted: str) -> None:
         if task_id in self.run_ids:
             raise PlanStateError(
@@ -447,6 +540,9 @@ _APPLY: dict[type[DomainEvent], Any] = {
     TaskRunRequested: lambda plan, e: plan.run_ids.__setitem__(e.task_id, e.run_id),
     TaskFinished: SessionPlan._on_finished,
     TaskReviewed: lambda plan, e: plan.reviews.__setitem__(e.task_id, e),
+    TaskReviewFailed: lambda plan, e: plan.review_failures.setdefault(e.task_id, []).append(e),
+    TaskReviewAbandoned: lambda plan, e: plan.abandoned_reviews.__setitem__(e.task_id, e),
+    ChiefAttemptFailed: lambda plan, e: plan.chief_attempts.append(e),
     PlanFinished: lambda plan, e: plan._set(PlanStatus(e.outcome)),
 }
 

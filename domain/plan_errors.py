@@ -28,11 +28,21 @@ class PlanStateError(ControlRoomError):
 
 
 class ChiefReplyError(ControlRoomError):
-    """The Chief's replies were not a plan, every time it was asked (exit 1, HTTP 502)."""
+    """The Chief's replies were not what was asked (a plan, a review), every time it was
+    asked (exit 1, HTTP 502)."""
 
-    def __init__(self, attempts: int, errors: list[str]) -> None:
-        self.attempts, self.errors = attempts, list(errors)
+    def __init__(self, attempts: int, errors: list[str], wanted: str = "plan") -> None:
+        self.attempts, self.errors, self.wanted = attempts, list(errors), wanted
         listed = "; ".join(errors[:8])
         super().__init__(
-            f"the Chief's reply was not a valid plan after {attempts} attempt(s): {listed}"
+            f"the Chief's reply was not a valid {wanted} after {attempts} attempt(s): {listed}"
         )
+
+
+class ChiefUnavailableError(ControlRoomError):
+    """The Chief's model server failed, after the engine's transport retries, or refused
+    the request (exit 1, HTTP 502 naming the server's failure)."""
+
+    def __init__(self, message: str, kind: str | None = None, status: int | None = None) -> None:
+        self.kind, self.status = kind, status
+        super().__init__(message)

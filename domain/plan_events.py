@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -121,6 +122,45 @@ class TaskReviewed(DomainEvent):
     decision: str
     notes: str
     dod_passed: bool
+
+
+class ChiefAttemptFailed(DomainEvent):
+    """One failed attempt at a call to the Chief's model (a transport fault: 429, 5xx, a
+    refused connection, a timeout) while it planned (`task_id` None) or reviewed a task;
+    `will_retry` says whether the engine asked again, `retry_in_s` after how long."""
+
+    type_name: ClassVar[str] = "ChiefAttemptFailed"
+    task_id: int | None = None
+    attempt: int
+    provider: str
+    model: str
+    kind: str
+    status: int | None = None
+    message: str
+    will_retry: bool
+    retry_in_s: float = 0.0
+
+
+class TaskReviewFailed(DomainEvent):
+    """The Chief's review of a finished task failed (after its call's own retries): it is
+    asked again from `retry_at`, or, when that is None, given up (`TaskReviewAbandoned`)."""
+
+    type_name: ClassVar[str] = "TaskReviewFailed"
+    task_id: int
+    #: 1 for the first review attempt of this task; never above the plan's bound.
+    attempt: int
+    error: str
+    retry_at: datetime | None = None
+
+
+class TaskReviewAbandoned(DomainEvent):
+    """No review of the task after the bounded attempts: nobody asks the Chief again. The
+    task's own outcome (its run and DoD) stands."""
+
+    type_name: ClassVar[str] = "TaskReviewAbandoned"
+    task_id: int
+    attempts: int
+    error: str
 
 
 class PlanFinished(DomainEvent):

@@ -8,6 +8,10 @@ the system, never by the model: the task router picks its recipe, and the worksp
 whether the scenes it names exist. A task the router cannot place, or that names a scene
 nobody has, becomes `needs_scoping` with a question (and, where the system can list them,
 choices: a clarify questionnaire).
+
+Every call goes through the engine's transport retries (`Retrying`, as a recipe step's
+call does): a 429, 5xx or timeout is asked again with backoff, each failed attempt reported
+to the caller's observer, and a server that keeps failing raises `ChiefUnavailableError`.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.errors import ModelCallError
+from controlroom.domain.errors import ModelCallError, ModelError
 from controlroom.domain.plan import check_tasks
-from controlroom.domain.plan_errors import ChiefReplyError, PlanInputError
+from controlroom.domain.plan_errors import ChiefReplyError, ChiefUnavailableError, PlanInputError
 from controlroom.domain.plan_events import PlanTask
 from controlroom.domain.router import initial_args_from, route
 from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
-from controlroom.engine.model_call import CONTRACT_RETRIES, stricter
+from controlroom.engine.model_call import CONTRACT_RETRIES, AttemptObserver, Retrying, stricter
 from controlroom.models.port import ModelRequest
 from controlroom.prompts.contracts import check_reply
 from controlroom.tools.layout import detect_layout
@@ -104,7 +108,7 @@ class Chief:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def decompose(self, intent: str) -> Proposal:
+    async def decompose(self, intent: str, report: AttemptObserver | None = None) -> Proposal:
         if not intent.strip():
             raise PlanInputError("the intent is empty", "intent")
         scenes = await asyncio.to_thread(workspace_scenes, self.ctx)
@@ -118,14 +122,21 @@ class Chief:
             intent,
             {"workspace": scenes.describe(), "recipes": recipes},
             lambda v: self._checked(v, scenes),
+            report=report,
         )
         tasks = self._checked(value, scenes)
         assert isinstance(tasks, list)
         return Proposal(intent, tasks, str(value.get("summary", "")), meta)
 
-    async def review(self, description: str, dod: str, result: str) -> Review:
+    async def review(
+        self, description: str, dod: str, result: str, report: AttemptObserver | None = None
+    ) -> Review:
         value, _ = await self._ask(
-            "review_task", description, {"dod": dod or "(none stated)", "result": result}
+            "review_task",
+            description,
+            {"dod": dod or "(none stated)", "result": result},
+            wanted="review",
+            report=report,
         )
         return Review(str(value["decision"]), str(value["notes"]))
 
@@ -278,10 +289,12 @@ class Chief:
         task: str,
         slots: dict[str, str],
         also_check: Any = None,
+        *,
+        wanted: str = "plan",
+        report: AttemptObserver | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx = self.ctx
         profile = ctx.agents.profile(CHIEF)
-        client = ctx.agents.client(profile.provider)
         rendered = ctx.prompts.render(prompt_type, profile.tier, task, slots)
         contract = rendered.contract
         assert contract is not None, f"{prompt_type} has an output contract"
@@ -299,18 +312,18 @@ class Chief:
             response_schema=contract.schema,
             contract_name=contract.name,
         )
-        deadline = (
-            ctx.settings.agent_timeout_s or ctx.agents.provider_config(profile.provider).deadline_s
-        )
+        calls = Retrying.for_agent(ctx, profile, "the Chief", report)
         errors: list[str] = []
         for attempt in range(1, CONTRACT_RETRIES + 2):
             try:
-                async with asyncio.timeout(deadline):
-                    response = await client.complete(request)
-            except TimeoutError:
-                raise ModelCallError(
-                    "deadline", f"the Chief gave no complete answer within {deadline:g}s"
-                ) from None
+                response, _ = await calls.reply(request)
+            except ModelError as exc:
+                cause = exc.__cause__
+                raise ChiefUnavailableError(
+                    str(exc),
+                    kind=cause.kind if isinstance(cause, ModelCallError) else None,
+                    status=cause.status if isinstance(cause, ModelCallError) else None,
+                ) from exc
             value, errors = check_reply(response.text, contract)
             if not errors and also_check is not None:
                 try:
@@ -327,7 +340,7 @@ class Chief:
                 }
                 return value, meta
             request = replace(request, prompt=stricter(rendered.user, contract, errors))
-        raise ChiefReplyError(CONTRACT_RETRIES + 1, errors)
+        raise ChiefReplyError(CONTRACT_RETRIES + 1, errors, wanted)
 
 
 def _scene_numbers(text: str) -> list[int]:

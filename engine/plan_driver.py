@@ -1,7 +1,9 @@
 """Runs a plan in the foreground (`controlroom plan start|resume`): the policies start each
 ready task's run, this process executes those runs concurrently (claiming them, so a worker
 elsewhere never advances one at the same time), the Chief reviews each finished task, and
-it returns when the plan has finished, is paused, or waits on the user (a scoping answer).
+it returns when the plan has finished, is paused, or waits on the user (a scoping answer),
+and no failed review is waiting to be asked again (the plan bounds those: a few attempts,
+then given up). A review never holds up the next task.
 
 Nothing here decides what runs next: that is the plan (domain) and its policies. So a
 SIGKILL at any moment loses nothing: the next `plan resume`, `serve` or `worker` picks up
@@ -49,25 +51,34 @@ async def drive(
                 on_change(plan)
             last = (plan.version, len(executor.tasks))
             running = service.runs_to_execute(plan)
-            if plan.is_finished or (not running and plan.status != PlanStatus.RUNNING):
+            retry_at = plan.next_review_retry()
+            if _settled(plan, running) and retry_at is None:
                 return plan
-            if not running:
-                # Nothing runs and nothing can start: the plan waits on the user.
-                waiting = {TaskState.NEEDS_SCOPING, TaskState.BLOCKED}
-                if all(
-                    s in waiting or s in (TaskState.DONE, TaskState.FAILED)
-                    for s in plan.states().values()
-                ):
-                    return plan
             for run_id in await asyncio.to_thread(_ours_to_run, ctx, executor, running):
                 executor.spawn(run_id)
+            # Look again when a run ends, or when a failed review is due to be asked again.
+            wait_s = None
+            if retry_at is not None:
+                wait_s = max(0.0, (retry_at - ctx.clock.now()).total_seconds())
             busy = list(executor.tasks.values())
             if busy:
-                await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(busy, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
             else:
-                await asyncio.sleep(POLL_S)  # executing elsewhere (a worker): look again
+                # Executing elsewhere (a worker), or only a review to wait for: look again.
+                await asyncio.sleep(POLL_S if wait_s is None else min(POLL_S, wait_s))
     finally:
         await executor.stop()
+
+
+def _settled(plan: SessionPlan, running: list[str]) -> bool:
+    """Nothing more happens here without the user: the plan finished or is paused, or
+    nothing runs and nothing can start (a scoping answer is awaited)."""
+    if plan.is_finished or (not running and plan.status != PlanStatus.RUNNING):
+        return True
+    if running:
+        return False
+    waiting = {TaskState.NEEDS_SCOPING, TaskState.BLOCKED, TaskState.DONE, TaskState.FAILED}
+    return all(state in waiting for state in plan.states().values())
 
 
 def _ours_to_run(ctx: Context, executor: Executor, run_ids: list[str]) -> list[str]:

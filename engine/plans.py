@@ -1,6 +1,11 @@
 """Commands on session plans: create (the Chief), approve, start, pause, resume, answer,
 force-start, reorder, remove, edit; and the Chief's review of finished tasks.
 
+A review is bounded: one that fails is recorded on the plan and asked again later (the wait
+continues the Chief's provider's backoff: `backoff_s * 2**max_retries`, doubling), at most
+`REVIEW_ATTEMPTS` times, then given up. Every failed model call of the Chief is recorded
+too (`ChiefAttemptFailed`), with the plan it made or on the task it reviewed.
+
 Each command is get -> command -> save; a save that loses a race (another process moved
 the plan meanwhile, e.g. a policy recording a finished task) is tried again on the new
 state, so a user's control is never lost to a concurrent reaction.
@@ -14,16 +19,36 @@ from typing import TypeVar
 
 from eventsourcing.persistence import IntegrityError
 
-from controlroom.domain.errors import RunConflictError
+from controlroom.domain.errors import (
+    ModelConfigError,
+    ModelError,
+    PromptError,
+    RunConflictError,
+)
+from controlroom.domain.outcomes import AttemptFailure, AttemptReport
 from controlroom.domain.plan import SessionPlan, TaskState
-from controlroom.domain.plan_errors import PlanInputError, PlanNotFoundError
+from controlroom.domain.plan_errors import (
+    ChiefReplyError,
+    ChiefUnavailableError,
+    PlanInputError,
+    PlanNotFoundError,
+)
 from controlroom.domain.plan_events import PlanTask
 from controlroom.domain.run import Run
-from controlroom.engine.chief import Chief, Review, workspace_scenes
+from controlroom.engine.chief import CHIEF, Chief, Review, workspace_scenes
 from controlroom.engine.context import Context
+from controlroom.models.config import ProviderConfig
 
 ATTEMPTS = 20
 T = TypeVar("T")
+#: What a failed review is: the Chief's call failed or its replies were no review.
+REVIEW_FAILURES = (
+    ChiefUnavailableError,
+    ChiefReplyError,
+    ModelError,
+    ModelConfigError,
+    PromptError,
+)
 
 
 class PlanService:
@@ -33,7 +58,8 @@ class PlanService:
 
     async def create(self, intent: str) -> SessionPlan:
         """The Chief's plan for the intent, recorded as a draft for the user to approve."""
-        proposal = await self.chief.decompose(intent)
+        failures = _Failures()
+        proposal = await self.chief.decompose(intent, failures)
         plan = SessionPlan.create(
             self.ctx.ids.new("plan"),
             self.ctx.clock.now(),
@@ -41,6 +67,7 @@ class PlanService:
             session_id=self.ctx.ids.new("sess"),
             tasks=proposal.tasks,
             chief={**proposal.chief, "summary": proposal.summary},
+            failed_attempts=failures,
         )
         self.ctx.store.save(plan)
         return plan
@@ -129,23 +156,40 @@ class PlanService:
         ]
 
     async def review_finished(self, plan_id: str) -> int:
-        """The Chief reviews every finished task not yet reviewed; returns how many."""
-        reviewed = 0
-        for task_id in self.load(plan_id).unreviewed():
+        """The Chief reviews every finished task whose review is due: never asked, or its
+        last failed review's wait is over. A review that fails is recorded (to be asked
+        again, or given up at the bound), never raised. Returns how many were recorded."""
+        recorded = 0
+        for task_id in self.load(plan_id).reviews_due(self.ctx.clock.now()):
             plan = self.load(plan_id)
-            if task_id not in plan.unreviewed():
+            if task_id not in plan.reviews_due(self.ctx.clock.now()):
                 continue  # another process reviewed it meanwhile
             task = plan.tasks[task_id]
             run = self.ctx.store.load(Run, plan.run_ids[task_id])
             passed = plan.outcomes[task_id] == "done"
             result = _result_text(run, passed)
-            review = await self.chief.review(task.description, task.dod, result)
+            failures = _Failures()
+            outcome: Review | str
             try:
-                self._change(plan_id, _recording(self.ctx, task_id, review, passed))
+                outcome = await self.chief.review(task.description, task.dod, result, failures)
+            except REVIEW_FAILURES as exc:
+                outcome = str(exc)
+            record = _recording(self.ctx, task_id, outcome, passed, failures, self._review_delay())
+            try:
+                self._change(plan_id, record)
             except RunConflictError:
                 continue
-            reviewed += 1
-        return reviewed
+            recorded += 1
+        return recorded
+
+    def _review_delay(self) -> float:
+        """The first wait before a failed review is asked again: where the Chief's
+        transport retries left off (`backoff_s * 2**max_retries`)."""
+        try:
+            policy = self.ctx.agents.provider_config(self.ctx.agents.profile(CHIEF).provider)
+        except ModelConfigError:
+            policy = ProviderConfig(type="offline")  # the defaults
+        return float(policy.backoff_s * 2**policy.max_retries)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -184,20 +228,40 @@ class PlanService:
         raise RunConflictError(plan_id)
 
 
+class _Failures(list[AttemptFailure]):
+    """Collects the Chief's failed attempts as they are reported."""
+
+    def __call__(self, report: AttemptReport) -> None:
+        if isinstance(report, AttemptFailure):
+            self.append(report)
+
+
 def _recording(
-    ctx: Context, task_id: int, review: Review, passed: bool
+    ctx: Context,
+    task_id: int,
+    outcome: Review | str,
+    passed: bool,
+    failures: list[AttemptFailure],
+    first_delay_s: float,
 ) -> Callable[[SessionPlan], None]:
-    """The review as a plan command (a no-op when another process recorded it first)."""
+    """The review (or why it failed) as a plan command, with the Chief's failed attempts;
+    a no-op when another process recorded the task's review first."""
 
     def record(plan: SessionPlan) -> None:
-        if task_id in plan.unreviewed():
+        now = ctx.clock.now()
+        if task_id not in plan.unreviewed():
+            return
+        plan.record_chief_attempts(now, failures, task_id)
+        if isinstance(outcome, Review):
             plan.review(
-                ctx.clock.now(),
+                now,
                 task_id,
-                decision=review.decision,
-                notes=review.notes,
+                decision=outcome.decision,
+                notes=outcome.notes,
                 dod_passed=passed,
             )
+        else:
+            plan.fail_review(now, task_id, outcome, first_delay_s=first_delay_s)
 
     return record
 
