@@ -60,6 +60,8 @@ class DomainEvent(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract_event"):
+            return  # a base for events (`JournalRecord`), never stored itself
         declared = cls.__dict__.get("type_name")
         if not declared:
             raise TypeError(
@@ -213,3 +215,14 @@ LEGACY_TOPICS = {
     }.items()
     for name in names.split()
 }
+
+
+class JournalRecord(DomainEvent):
+    """What a step records while it runs, before it completes (a file write's intent, a
+    loop's finished item, a packet issued): committed at once, kept in the run's journal by
+    step instance, so a resumed step knows what it already did. A step kind's own records
+    subclass this; the run needs no change to keep them."""
+
+    abstract_event: ClassVar[bool] = True
+    step_id: str
+    instance_id: str

@@ -1,16 +1,27 @@
-"""Flow policies: which step a run performs next, decided from the recipe and what ran.
+"""Flow policies: what a run does next, decided from a read-only view of the run.
 
-The runner never walks an index itself; it asks the run, which asks its flow policy. Linear
-flow is appendix B's: phase A then phase B, each step once, in order. Adaptive flows (a
-typical flow, a showrunner's choice) plug in here and may pick a step again (`draft#2`).
+The runner never walks an index itself; after every step (done or failed) the run asks its
+flow, which answers with a `Decision`: run a step (with per-instance overrides), the steps
+are done (the Definition of Done follows), or fail the run with an outcome code. Linear flow
+is appendix B's: phase A then phase B, each step once, in order, and a failed step fails the
+run. Other flows (a retry ladder, a gate's rollback, a showrunner's choice) register here
+by name and a recipe names the one it runs (`"flow": "name"` or `{"policy": …, "options":
+…}`); they may pick a step again (`draft#2`).
+
+An answer other than linear's is recorded as a `FlowDecided` event, with the candidates,
+the choice, the reason and a hash of the view it was made from; replay and resume read
+those events and never ask the flow (or a model behind it) again. A flow waits by choosing
+a step whose performer waits (a person, a child run): waiting belongs to steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
+from controlroom.domain.canonical import sha256_json
+from controlroom.domain.errors import BadInputError
 from controlroom.domain.recipe import Recipe
 
 
@@ -23,27 +34,206 @@ class Performed:
     instance_id: str
 
 
+#: What kind of failure ended a step: a model server that kept failing (`transport`), a
+#: reply that never met its contract (`contract`, STOP_HOOK), the step's own work
+#: (`performer`), or a gate's verdict (`gate`).
+FailureKind = Literal["transport", "contract", "performer", "gate"]
+
+
+@dataclass(frozen=True)
+class StepFailure:
+    index: int
+    step_id: str
+    instance_id: str
+    kind: FailureKind
+    error_type: str
+    error: str
+
+
+@dataclass(frozen=True)
+class PastDecision:
+    """A decision recorded earlier in the run (from its `FlowDecided` event)."""
+
+    after: str | None
+    choice: str
+    instance_id: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What changes for one step instance: the model (`provider:model`), text added to the
+    prompt (feedback, a consult's solution), args merged over the step's own."""
+
+    model: str | None = None
+    prompt_additions: tuple[str, ...] = ()
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.model or self.prompt_additions or self.args)
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.model:
+            data["model"] = self.model
+        if self.prompt_additions:
+            data["prompt_additions"] = list(self.prompt_additions)
+        if self.args:
+            data["args"] = dict(self.args)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Overrides:
+        data = data or {}
+        return cls(
+            model=data.get("model"),
+            prompt_additions=tuple(data.get("prompt_additions") or ()),
+            args=dict(data.get("args") or {}),
+        )
+
+
+NO_OVERRIDES = Overrides()
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """Perform recipe step `index` next (a new instance if it ran before)."""
+
+    index: int
+    overrides: Overrides = NO_OVERRIDES
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class StepsDone:
+    """No more steps: the Definition of Done decides how the run ends."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FailRun:
+    """End the run failed, with an outcome code (seed 004: 1 FAILURE, 11 NEEDS_ESCALATION…)."""
+
+    reason: str
+    outcome: int = 1
+
+
+Decision = RunStep | StepsDone | FailRun
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a flow may look at: read-only, and all of it from the run's events."""
+
+    recipe: Recipe
+    history: Sequence[Performed]
+    slots: Mapping[str, Any]
+    decisions: Sequence[PastDecision]
+    times_started: Mapping[str, int]
+    #: The failure of the step that just failed; None after a step completed.
+    failure: StepFailure | None = None
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """The options the recipe gives its flow."""
+        return self.recipe.flow_options()
+
+    def next_in_order(self) -> int | None:
+        following = self.history[-1].index + 1 if self.history else 0
+        return following if following < len(self.recipe.steps) else None
+
+    def index_of(self, step_id: str) -> int:
+        return [s.step_id for s in self.recipe.steps].index(step_id.split("#", 1)[0])
+
+    def fingerprint(self) -> str:
+        """A hash of what the decision was made from (recorded with it)."""
+        return "sha256:" + sha256_json(
+            {
+                "history": [p.instance_id for p in self.history],
+                "slots": {k: sha256_json(v) for k, v in sorted(self.slots.items())},
+                "decisions": len(self.decisions),
+                "failure": None
+                if self.failure is None
+                else [self.failure.instance_id, self.failure.kind, self.failure.error],
+            }
+        )
+
+
 class FlowPolicy(Protocol):
     name: str
 
-    def next_index(self, recipe: Recipe, history: Sequence[Performed]) -> int | None:
-        """The recipe step to perform next, or None when the steps are done."""
+    def decide(self, view: RunView) -> Decision:
+        """What the run does next, after a step completed or (`view.failure`) failed."""
         ...
 
 
 class LinearFlow:
+    """Appendix B: every step once, in order; a failed step fails the run."""
+
     name = "linear"
 
-    def next_index(self, recipe: Recipe, history: Sequence[Performed]) -> int | None:
-        following = history[-1].index + 1 if history else 0
-        return following if following < len(recipe.steps) else None
+    def decide(self, view: RunView) -> Decision:
+        if view.failure is not None:
+            return FailRun(f"step '{view.failure.step_id}' failed: {view.failure.error}")
+        index = view.next_in_order()
+        return StepsDone() if index is None else RunStep(index)
 
 
 LINEAR = LinearFlow()
 
 
+class UnknownFlowError(BadInputError):
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        super().__init__(f"no flow policy named '{name}' (known: {', '.join(sorted(known))})")
+
+
+class FlowPolicies:
+    """Flow policies by name. A new flow registers here; the runner does not change."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, FlowPolicy] = {}
+
+    def register(self, policy: FlowPolicy) -> None:
+        self._by_name[policy.name] = policy
+
+    def unregister(self, name: str) -> None:
+        if name != LINEAR.name:
+            self._by_name.pop(name, None)
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def get(self, name: str) -> FlowPolicy:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise UnknownFlowError(name, list(self._by_name)) from None
+
+
+FLOWS = FlowPolicies()
+FLOWS.register(LINEAR)
+
+
 def flow_for(recipe: Recipe) -> FlowPolicy:
-    return LINEAR
+    """The flow the recipe declares; linear when it declares none."""
+    return FLOWS.get(recipe.flow_name())
+
+
+def is_default(decision: Decision, view: RunView) -> bool:
+    """Whether `decision` is what linear flow would answer: such answers are not recorded
+    (the step's own events say it all, and stores written before flows read unchanged)."""
+    linear = LINEAR.decide(view)
+    if isinstance(decision, RunStep):
+        return (
+            isinstance(linear, RunStep)
+            and linear.index == decision.index
+            and not decision.overrides
+        )
+    if isinstance(decision, FailRun):
+        return isinstance(linear, FailRun) and decision.outcome == 1
+    return isinstance(linear, StepsDone)
 
 
 def instance_id(step_id: str, times_started_before: int) -> str:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.events import DomainEvent
+from controlroom.domain.events import JournalRecord
 from controlroom.domain.outcomes import AgentOutcome, EventSpec
 from controlroom.domain.packets import PacketIntent
 from controlroom.domain.run_events import SlotWritten
@@ -65,18 +65,14 @@ STEP_KINDS.register(PacketAgentStep)
 STEP_KINDS.register(ForEachStep)
 
 
-class PacketIssued(DomainEvent):
+class PacketIssued(JournalRecord):
     type_name: ClassVar[str] = "PacketIssued"
-    step_id: str
-    instance_id: str
     attempt: int = 1
     packet: dict[str, Any]
 
 
-class ReceiptRecorded(DomainEvent):
+class ReceiptRecorded(JournalRecord):
     type_name: ClassVar[str] = "ReceiptRecorded"
-    step_id: str
-    instance_id: str
     attempt: int = 1
     receipt: dict[str, Any]
     #: The long report, when it is not kept elsewhere (stored once: the receipt's excerpt
@@ -84,10 +80,8 @@ class ReceiptRecorded(DomainEvent):
     report: str | None = None
 
 
-class ForEachItemCompleted(DomainEvent):
+class ForEachItemCompleted(JournalRecord):
     type_name: ClassVar[str] = "ForEachItemCompleted"
-    step_id: str
-    instance_id: str
     index: int
     total: int
     output: str

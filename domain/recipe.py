@@ -61,6 +61,13 @@ def _phase_entry(phase: Phase) -> Any:
     return as_any[annotated[union[members], Discriminator(kind_of(phase))]]
 
 
+class FlowRef(_Frozen):
+    """Which flow policy runs the recipe's steps (`domain/flow.py`), with its options."""
+
+    policy: str = Field(min_length=1)
+    options: dict[str, JsonValue] = Field(default_factory=dict)
+
+
 if TYPE_CHECKING:
     PhaseAEntry = StepSpec
     PhaseBEntry = StepSpec
@@ -79,6 +86,17 @@ class Recipe(_Frozen):
     phase_a: list[PhaseAEntry] = Field(default_factory=list)
     phase_b: list[PhaseBEntry] = Field(default_factory=list)
     dod: list[DodCheck] = Field(default_factory=list)
+    #: The flow policy: a name, or `{"policy": name, "options": {...}}`; unset is linear
+    #: (and left out of the snapshot, so appendix B recipes keep their fingerprints).
+    flow: Annotated[FlowRef | str, Field(union_mode="left_to_right")] | None = None
+
+    def flow_name(self) -> str:
+        if self.flow is None:
+            return "linear"
+        return self.flow if isinstance(self.flow, str) else self.flow.policy
+
+    def flow_options(self) -> dict[str, JsonValue]:
+        return {} if self.flow is None or isinstance(self.flow, str) else self.flow.options
 
     @property
     def steps(self) -> list[StepSpec]:

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
+from controlroom.domain.flow import FLOWS
 from controlroom.domain.recipe import (
     FileExists,
     Recipe,
@@ -69,6 +70,11 @@ def check_recipe(
 
     if not recipe.steps:
         problem("$", "recipe has no steps in phase_a or phase_b")
+    if recipe.flow_name() not in FLOWS.names():
+        problem(
+            "$.flow" if isinstance(recipe.flow, str) else "$.flow.policy",
+            f"no flow policy named '{recipe.flow_name()}' (known: {', '.join(FLOWS.names())})",
+        )
 
     written: dict[str, str] = {}
     paths: dict[str, str] = {}

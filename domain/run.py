@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
+from controlroom.domain import untrusted_json
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import preview
 from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateError
-from controlroom.domain.events import DomainEvent
-from controlroom.domain.flow import Performed, flow_for, instance_id
+from controlroom.domain.events import DomainEvent, JournalRecord
+from controlroom.domain.flow import (
+    NO_OVERRIDES,
+    Decision,
+    FailRun,
+    FailureKind,
+    FlowPolicy,
+    Overrides,
+    PastDecision,
+    Performed,
+    RunStep,
+    RunView,
+    StepFailure,
+    flow_for,
+    instance_id,
+    is_default,
+)
+from controlroom.domain.flow_events import FlowDecided
 from controlroom.domain.outcomes import (
     AbstentionReport,
     AgentOutcome,
@@ -56,7 +73,7 @@ from controlroom.domain.run_events import (
     StopHook,
     TaskSpec,
 )
-from controlroom.domain.steps import AgentStep, StepSpec, ToolStep, WriteFileStep
+from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
 
 __all__ = [
     "AgentOutcome",
@@ -67,6 +84,9 @@ __all__ = [
     "ToolOutcome",
     "Waiting",
 ]
+
+
+J = TypeVar("J", bound=JournalRecord)
 
 
 class RunStatus(StrEnum):
@@ -80,6 +100,11 @@ class RunStatus(StrEnum):
 FINISHED = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
 
 
+#: How many times one recipe step may be started in a run unless its flow's options say
+#: otherwise (`max_instances_per_step`): a flow that keeps choosing a step stops there.
+MAX_INSTANCES_PER_STEP = 10
+
+
 @dataclass(frozen=True)
 class StepInstance:
     """One performance of a recipe step: `draft`, or `draft#2` when it runs again."""
@@ -87,14 +112,16 @@ class StepInstance:
     index: int
     instance_id: str
     step: StepSpec
+    #: What its flow changed for this instance (model, prompt additions, args).
+    overrides: Overrides = NO_OVERRIDES
 
 
 def slot_value_of_text(text: str) -> Any:
     """An artifact's value for `$ref` navigation: its JSON if it is a JSON document."""
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
-        try:
-            return json.loads(stripped)
+        try:  # a model wrote it: nested too deep, it is text (parsing would recurse away)
+            return untrusted_json.loads(stripped)
         except ValueError:
             return text
     return text
@@ -130,12 +157,13 @@ class Run(Aggregate):
         self.failed_step_index: int | None = None
         #: Slots written as artifacts (text) rather than pointers to a receipt.
         self.artifact_slots: set[str] = set()
-        #: `write_file` intents by step instance, committed before the file is touched.
-        self.file_intents: dict[str, FileWriteIntended] = {}
+        #: What each step instance recorded while it ran (`JournalRecord`s), in order.
+        self.journal: dict[str, list[JournalRecord]] = {}
         #: Workspace paths this run wrote, with the step that wrote each.
         self.files_written: dict[str, FileWritten] = {}
-        #: A `for_each` step's finished items, by step instance then item index.
-        self.items_done: dict[str, dict[int, ForEachItemCompleted]] = {}
+        #: The flow's recorded decisions, and the overrides they gave step instances.
+        self.decisions: list[PastDecision] = []
+        self.overrides: dict[str, Overrides] = {}
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -297,6 +325,7 @@ class Run(Aggregate):
                 request_ref=report.request.ref if report.request else None,
                 usage=report.usage,
                 will_retry=report.will_retry,
+                reply_digest=report.reply_digest,
             )
             return
         failure = report
@@ -324,29 +353,27 @@ class Run(Aggregate):
                 continue
             self._trigger(event_class, at, **fields)
 
-    def intend_file_write(
-        self,
-        at: datetime,
-        path: str,
-        sha256_before: str | None,
-        sha256_intended: str,
-        size: int,
-    ) -> None:
-        """A `write_file` step records what it is about to write, before writing it."""
-        current = self._expect_current(WriteFileStep)
-        step = current.step
-        assert isinstance(step, WriteFileStep)
-        self._trigger(
-            FileWriteIntended,
-            at,
-            step_id=step.step_id,
-            instance_id=current.instance_id,
-            path=path,
-            mode=step.mode,
-            sha256_before=sha256_before,
-            sha256_intended=sha256_intended,
-            bytes=size,
-        )
+    def journal_of(self, instance: str, kind: type[J]) -> list[J]:
+        """What step instance `instance` recorded of one kind while it ran, in order."""
+        return [r for r in self.journal.get(instance, ()) if isinstance(r, kind)]
+
+    @property
+    def file_intents(self) -> dict[str, FileWriteIntended]:
+        """`write_file` intents by step instance, committed before the file is touched."""
+        return {
+            instance: intents[-1]
+            for instance in self.journal
+            if (intents := self.journal_of(instance, FileWriteIntended))
+        }
+
+    @property
+    def items_done(self) -> dict[str, dict[int, ForEachItemCompleted]]:
+        """A `for_each` step's finished items, by step instance then item index."""
+        return {
+            instance: {item.index: item for item in items}
+            for instance in self.journal
+            if (items := self.journal_of(instance, ForEachItemCompleted))
+        }
 
     def _stop_hook(self, at: datetime, current: StepInstance, report: StopHookReport) -> None:
         step = current.step
@@ -363,6 +390,7 @@ class Run(Aggregate):
             errors=report.errors,
             replies=report.replies,
             request_refs=report.request_refs,
+            reply_digests=report.reply_digests,
         )
 
     def _record_request(self, at: datetime, request: RecordedRequest | None) -> None:
@@ -412,8 +440,11 @@ class Run(Aggregate):
             )
         return index
 
-    def fail_step(self, at: datetime, error_type: str, error: str) -> None:
-        """A step failed: the pipeline halts and the user decides (guarantee 6)."""
+    def fail_step(
+        self, at: datetime, error_type: str, error: str, kind: FailureKind = "performer"
+    ) -> None:
+        """A step failed. The flow decides what follows: with linear flow the run fails
+        and the user decides (guarantee 6); another flow may run a step again."""
         current = self._expect_current()
         step_id = current.step.step_id
         self._trigger(
@@ -425,7 +456,8 @@ class Run(Aggregate):
             error_type=error_type,
             error=error,
         )
-        self._trigger(RunFailed, at, error=f"step '{step_id}' failed: {error}", step_id=step_id)
+        failure = StepFailure(current.index, step_id, current.instance_id, kind, error_type, error)
+        self._start_next(at, failure)
 
     def record_dod(self, at: datetime, results: list[DodResult]) -> None:
         self._check_running("check its Definition of Done")
@@ -497,11 +529,90 @@ class Run(Aggregate):
         # and readers still see which step is running.
         self._start_next(at)
 
-    def _start_next(self, at: datetime) -> None:
+    def view(self, failure: StepFailure | None = None) -> RunView:
+        """The read-only view a flow decides from."""
         assert self.recipe is not None
-        index = flow_for(self.recipe).next_index(self.recipe, self.history)
-        if index is None:
-            return
+        return RunView(
+            recipe=self.recipe,
+            history=tuple(self.history),
+            slots=MappingProxyType(self.slot_values),
+            decisions=tuple(self.decisions),
+            times_started=MappingProxyType(self.times_started),
+            failure=failure,
+        )
+
+    def _start_next(self, at: datetime, failure: StepFailure | None = None) -> None:
+        """Ask the flow what follows the step that just completed or failed, record its
+        answer when it is not linear's, and act on it (start a step, or fail the run)."""
+        assert self.recipe is not None
+        flow = flow_for(self.recipe)
+        view = self.view(failure)
+        decision = self._bounded(self._ask(flow, view), view)
+        if not is_default(decision, view):
+            self._record_decision(at, flow, view, decision)
+        if isinstance(decision, RunStep):
+            self._start_step(at, decision.index)
+        elif isinstance(decision, FailRun):
+            self._trigger(
+                RunFailed, at, error=decision.reason, step_id=failure.step_id if failure else None
+            )
+
+    @staticmethod
+    def _ask(flow: FlowPolicy, view: RunView) -> Decision:
+        try:
+            return flow.decide(view)
+        except Exception as exc:  # a flow's bug ends the run, recorded, not the process
+            return FailRun(f"flow '{flow.name}' could not decide: {type(exc).__name__}: {exc}")
+
+    def _bounded(self, decision: Decision, view: RunView) -> Decision:
+        """A step chosen once too often fails the run instead (every loop has a limit)."""
+        if not isinstance(decision, RunStep):
+            return decision
+        if not 0 <= decision.index < len(view.recipe.steps):
+            return FailRun(f"the flow chose step {decision.index}, which the recipe lacks")
+        step_id = view.recipe.steps[decision.index].step_id
+        limit = view.options.get("max_instances_per_step", MAX_INSTANCES_PER_STEP)
+        started = self.times_started.get(step_id, 0)
+        if isinstance(limit, int) and started >= limit:
+            return FailRun(
+                f"the flow chose step '{step_id}' again after {started} runs of it; "
+                f"the limit is {limit} (flow option max_instances_per_step)",
+            )
+        return decision
+
+    def _record_decision(
+        self, at: datetime, flow: FlowPolicy, view: RunView, decision: Decision
+    ) -> None:
+        assert self.recipe is not None
+        failure = view.failure
+        after = (
+            failure.instance_id
+            if failure
+            else (self.history[-1].instance_id if self.history else None)
+        )
+        fields: dict[str, Any] = {
+            "flow": flow.name,
+            "after_instance": after,
+            "failure_kind": failure.kind if failure else None,
+            "candidates": [s.step_id for s in self.recipe.steps],
+            "reason": decision.reason,
+            "context_sha256": view.fingerprint(),
+        }
+        if isinstance(decision, RunStep):
+            step_id = self.recipe.steps[decision.index].step_id
+            fields |= {
+                "choice": step_id,
+                "instance_id": instance_id(step_id, self.times_started.get(step_id, 0)),
+                "overrides": decision.overrides.as_json(),
+            }
+        elif isinstance(decision, FailRun):
+            fields |= {"choice": "fail", "outcome": decision.outcome}
+        else:
+            fields |= {"choice": "done"}
+        self._trigger(FlowDecided, at, **fields)
+
+    def _start_step(self, at: datetime, index: int) -> None:
+        assert self.recipe is not None
         step = self.recipe.steps[index]
         self._trigger(
             StepStarted,
@@ -518,13 +629,17 @@ class Run(Aggregate):
 
     # -- evolution --------------------------------------------------------------------------
 
-    def _on_item_completed(self, e: ForEachItemCompleted) -> None:
-        self.items_done.setdefault(e.instance_id, {})[e.index] = e
-
     def apply(self, event: DomainEvent) -> None:
         handler = _APPLIERS.get(type(event))
         if handler is not None:
             handler(self, event)
+        elif isinstance(event, JournalRecord):
+            self.journal.setdefault(event.instance_id, []).append(event)
+
+    def _on_decided(self, e: FlowDecided) -> None:
+        self.decisions.append(PastDecision(e.after_instance, e.choice, e.instance_id, e.reason))
+        if e.instance_id is not None and e.overrides:
+            self.overrides[e.instance_id] = Overrides.from_json(e.overrides)
 
     def _on_started(self, e: RunStarted) -> None:
         self.status = RunStatus.RUNNING
@@ -544,7 +659,11 @@ class Run(Aggregate):
 
     def _on_step_started(self, e: StepStarted) -> None:
         step = self.recipe_steps[e.step_index]
-        self.current = StepInstance(e.step_index, e.instance_id or e.step_id, step)
+        instance = e.instance_id or e.step_id
+        self.current = StepInstance(
+            e.step_index, instance, step, self.overrides.get(instance, NO_OVERRIDES)
+        )
+        self.waiting_on = None
         self.times_started[e.step_id] = self.times_started.get(e.step_id, 0) + 1
         self.current_step_index = e.step_index
         self.phase = e.phase
@@ -564,9 +683,6 @@ class Run(Aggregate):
             self.slot_values[e.slot] = slot_value_of_text(e.text or "")
             self.slot_texts[e.slot] = e.text or ""
             self.artifact_slots.add(e.slot)
-
-    def _on_file_intended(self, e: FileWriteIntended) -> None:
-        self.file_intents[e.instance_id] = e
 
     def _on_file_written(self, e: FileWritten) -> None:
         self.files_written[e.path] = e
@@ -615,14 +731,13 @@ class Run(Aggregate):
 
 _APPLIERS: dict[type[DomainEvent], Any] = {
     RunStarted: Run._on_started,
-    ForEachItemCompleted: Run._on_item_completed,
+    FlowDecided: Run._on_decided,
     RunClaimed: Run._on_claimed,
     RunReleased: Run._on_released,
     StepStarted: Run._on_step_started,
     StepWaiting: Run._on_step_waiting,
     ReceiptIssued: Run._on_receipt,
     SlotWritten: Run._on_slot,
-    FileWriteIntended: Run._on_file_intended,
     FileWritten: Run._on_file_written,
     StepCompleted: Run._on_step_completed,
     DodChecked: Run._on_dod,

@@ -24,6 +24,7 @@ from controlroom.domain.errors import (
 from controlroom.domain.outcomes import FileWriteOutcome
 from controlroom.domain.refs import resolve_ref
 from controlroom.domain.run import Run, StepInstance
+from controlroom.domain.run_events import FileWriteIntended
 from controlroom.domain.steps import Ref, WriteFileStep
 from controlroom.domain.templates import placeholders, render
 from controlroom.engine.performers import Execution
@@ -105,7 +106,8 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
     root = execution.ctx.workspace.root
     with PinnedFile(root, parts, protected_places(execution), relative) as target:
         now = target.sha256()
-        intent = run.file_intents.get(instance.instance_id)
+        intents = run.journal_of(instance.instance_id, FileWriteIntended)
+        intent = intents[-1] if intents else None
         if intent is not None:
             # Resumed after the intent was committed: the file's hash says what happened.
             if (intent.path, intent.sha256_intended) != (relative, intended):
@@ -141,7 +143,21 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
             if now is not None and not target.writable():
                 raise WorkspaceError(f"'{relative}' is read-only: not replaced")
             before = now
-            run.intend_file_write(execution.ctx.clock.now(), relative, before, intended, len(data))
-            execution.checkpoint()
+            execution.journal(
+                [
+                    (
+                        FileWriteIntended,
+                        {
+                            "step_id": step.step_id,
+                            "instance_id": instance.instance_id,
+                            "path": relative,
+                            "mode": step.mode,
+                            "sha256_before": before,
+                            "sha256_intended": intended,
+                            "bytes": len(data),
+                        },
+                    )
+                ]
+            )
         target.replace_with(data, before)
     return outcome(before, False)

@@ -119,8 +119,7 @@ async def call_with_packet(
     # The packet is on record before the agent sees it: a call that fails, or a process
     # that dies during it, still leaves the packet in the audit trail.
     ids = {"step_id": step.step_id, "instance_id": instance.instance_id}
-    run.record_within_step(ctx.clock.now(), [(PacketIssued, {**ids, "packet": packet_json})])
-    execution.checkpoint()
+    execution.journal([(PacketIssued, {**ids, "packet": packet_json})])
     started = ctx.clock.now()
     outcome = await _call(
         execution,
@@ -257,8 +256,7 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
                 },
             )
         )
-        run.record_within_step(execution.ctx.clock.now(), events)
-        execution.checkpoint()  # committed now: a crash after this never repeats the item
+        execution.journal(events)  # committed now: a crash after this never repeats the item
         done = run.items_done.get(instance.instance_id, {})
         last = outcome
     outputs = [done[i].output for i in range(len(items))]

@@ -5,18 +5,20 @@ events. A new kind registers its performer here; the runner loop does not change
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from controlroom.domain.errors import ControlRoomError
-from controlroom.domain.outcomes import AttemptReport, StepOutcome, Waiting
+from controlroom.domain.outcomes import AttemptReport, EventSpec, StepOutcome, Waiting
 from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.steps import AgentStep, ToolStep
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.steps import run_agent, run_tool
 from controlroom.models.agents import AgentProfile
+from controlroom.tools.stopping import call_stoppable
 from controlroom.tools.workspace import Workspace
 
 
@@ -32,8 +34,9 @@ class Execution:
     profiles: dict[str, AgentProfile]
     record_attempt: Callable[[AttemptReport], None]
     on_partial: PartialHook
-    #: Commits what the run recorded so far (a step's intent before its side effect).
-    checkpoint: Callable[[], None] = lambda: None
+    #: Records what the step did so far (its journal: an intent before its side effect, a
+    #: loop's finished item) and commits it at once; the runner does both, never the step.
+    journal: Callable[[list[EventSpec]], None] = lambda records: None
 
 
 class Performer(Protocol):
@@ -69,9 +72,19 @@ async def perform_tool(execution: Execution, instance: StepInstance) -> StepOutc
     assert isinstance(step, ToolStep)
     # In a worker thread: a tool that takes seconds never stalls the event loop (and with
     # it the live feeds of every other run in the server).
-    return await asyncio.to_thread(
-        run_tool, execution.ctx, execution.workspace, execution.run, step
-    )
+    if instance.overrides.args:  # the flow's args for this instance, over the step's own
+        step = step.model_copy(update={"args": {**step.args, **instance.overrides.args}})
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(
+            call_stoppable, stop, run_tool, execution.ctx, execution.workspace, execution.run, step
+        )
+    except asyncio.CancelledError:
+        # The thread cannot be cancelled, and the process would wait for it at exit (a
+        # tool over a big workspace ignored SIGTERM for its whole run): it stops at the
+        # tool's next checkpoint instead. Nothing is recorded; resume performs the step.
+        stop.set()
+        raise
 
 
 async def perform_agent(execution: Execution, instance: StepInstance) -> StepOutcome:
@@ -83,13 +96,18 @@ async def perform_agent(execution: Execution, instance: StepInstance) -> StepOut
     def partial(step_id: str, attempt: int, text: str) -> None:
         on_partial(run_id=run_id, step_id=step_id, attempt=attempt, text=text)
 
+    profile = execution.profiles[step.agent_archetype]
+    overrides = instance.overrides
+    if overrides.model:  # the flow names another model for this instance
+        profile = execution.ctx.agents.with_model(profile, overrides.model)
     return await run_agent(
         execution.ctx,
         execution.run,
         step,
-        execution.profiles[step.agent_archetype],
+        profile,
         execution.record_attempt,
         partial,
+        prompt_additions=overrides.prompt_additions,
     )
 
 

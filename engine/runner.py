@@ -19,14 +19,17 @@ from collections.abc import Callable
 
 from controlroom.domain.dod import evaluate_dod
 from controlroom.domain.errors import (
+    AgentOutputInvalidError,
     ControlRoomError,
+    ModelCallError,
     PayloadTooLargeError,
     RunConflictError,
     StepCrashedError,
     StoreUnavailableError,
     WorkspaceError,
 )
-from controlroom.domain.outcomes import AttemptReport, StepOutcome, Waiting
+from controlroom.domain.flow import FailureKind
+from controlroom.domain.outcomes import AttemptReport, EventSpec, StepOutcome, Waiting
 from controlroom.domain.run import Run, RunStatus, StepInstance
 from controlroom.engine import phase_a_order
 from controlroom.engine.context import Context
@@ -34,6 +37,15 @@ from controlroom.engine.hooks import PartialHook, ignore_partial
 from controlroom.engine.performers import PERFORMERS, Execution, Performer, Performers
 from controlroom.engine.phase_a_order import PhaseATurn
 from controlroom.eventstore.store import IntegrityError
+
+
+def failure_kind(error: ControlRoomError) -> FailureKind:
+    """What kind of failure a step's error is, for its flow to decide on."""
+    if isinstance(error, AgentOutputInvalidError):
+        return "contract"  # STOP_HOOK: no valid reply after the contract's re-asks
+    if isinstance(error, ModelCallError):
+        return "transport"  # the model server kept failing, or refused the request
+    return "performer"
 
 
 class StepRunner:
@@ -117,7 +129,7 @@ class StepRunner:
             record_attempt=self._attempt_recorder(run),
             on_partial=self.on_partial,
         )
-        execution.checkpoint = lambda: self.save(execution.run)
+        execution.journal = lambda records: self._journal(execution.run, records)
         try:
             return await self._steps(run, execution)
         finally:
@@ -160,8 +172,9 @@ class StepRunner:
                 run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
                 await self._commit_step(run)
             except ControlRoomError as exc:
-                # Guarantee 6: the pipeline halts and reports; the user decides what next.
-                run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc))
+                # The run's flow decides what follows; linear flow halts and reports, and
+                # the user decides (guarantee 6).
+                run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc), failure_kind(exc))
                 await self._commit_step(run)
         return run
 
@@ -196,6 +209,12 @@ class StepRunner:
         if not work.done():
             turn.give_up()  # taken again, by its rank, for the run's next phase A step
         return await work
+
+    def _journal(self, run: Run, records: list[EventSpec]) -> None:
+        """A step's records while it runs: recorded in its journal and committed now, so
+        a crash after this point never repeats what they record."""
+        run.record_within_step(self.ctx.clock.now(), records)
+        self.save(run)
 
     def _attempt_recorder(self, run: Run) -> Callable[[AttemptReport], None]:
         def record(failure: AttemptReport) -> None:

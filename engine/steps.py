@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -82,8 +82,11 @@ async def run_agent(
     extra_inputs: Mapping[str, str] | None = None,
     contract_override: Contract | None = None,
     also_check: Callable[[Any], list[str]] | None = None,
+    prompt_additions: Sequence[str] = (),
 ) -> AgentOutcome:
-    """Guarantee 5: the prompt is the template plus the step's input slots, nothing else.
+    """Guarantee 5: the prompt is the template plus the step's input slots, nothing else
+    (and what the run's flow recorded for this instance: `prompt_additions`, such as a
+    reviewer's feedback, close the user message).
 
     The role is the system prompt, the task and slots the user message. Transport faults
     (429, 5xx, connection errors, timeouts, cut streams) are retried with exponential
@@ -100,14 +103,13 @@ async def run_agent(
     # hold the reply to another contract (a receipt) with checks the schema cannot state.
     shown.update(extra_inputs or {})
     observers = (on_attempt_failed, on_text)
+    asked = (contract_override, also_check, tuple(prompt_additions))
     if profile.tier != "t1":
-        return await _ask(ctx, run, step, profile, shown, contract_override, also_check, *observers)
+        return await _ask(ctx, run, step, profile, shown, *asked, *observers)
     micro = MicroSteps(ctx, run, step, profile, on_attempt_failed)
     triage = await micro.triage(shown)
     focused = {**shown, "triage_focus": triage.output.strip()}
-    outcome = await _ask(
-        ctx, run, step, profile, focused, contract_override, also_check, *observers
-    )
+    outcome = await _ask(ctx, run, step, profile, focused, *asked, *observers)
     evidence = await micro.evidence(shown, outcome.output)
     return replace(outcome, micro_steps=(triage, evidence))
 
@@ -120,11 +122,15 @@ async def _ask(
     shown: dict[str, str],
     contract_override: Contract | None,
     also_check: Callable[[Any], list[str]] | None,
+    prompt_additions: tuple[str, ...],
     on_attempt_failed: AttemptObserver | None,
     on_text: PartialObserver | None,
 ) -> AgentOutcome:
     policy = ctx.agents.provider_config(profile.provider)
     rendered = ctx.prompts.render(step.prompt_type, profile.tier, run.task.description, shown)
+    if prompt_additions:
+        added = "\n\n".join(a.strip() for a in prompt_additions if a.strip())
+        rendered = replace(rendered, user=f"{rendered.user.rstrip()}\n\n## Also\n\n{added}\n")
     if contract_override is not None:
         system = (
             rendered.system.replace(rendered.contract.rendered(), "").strip()

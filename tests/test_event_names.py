@@ -128,3 +128,52 @@ def test_a_run_killed_under_release_0_1_resumes_to_the_end(workspace: Path) -> N
     assert shown["status"] == "failed"
     assert [s["status"] for s in shown["steps"]] == ["done"] * 4
     assert cli(workspace, "replay", "run_26583f907aa56940", "--verify").returncode == 0
+
+
+RELEASE_0_2 = Path(__file__).parent / "fixtures" / "store_v0_2"
+RUNS_0_2 = {
+    "run_412820b39362eeaa": "done",
+    "run_1c0c70053d888567": "failed",
+    "run_89c4963d38c7ee47": "failed",
+    "run_ea2b119ea9dc8cfa": "cancelled",
+    "run_7f26b773d46cb8a3": "done",
+    "run_2533bf572da091b6": "done",
+    "run_c4cb57594073ed4b": "running",
+    "run_2ab82df41f37a1977a1fb954": "failed",
+}
+
+
+def test_a_store_written_by_release_0_2_lists_replays_and_verifies(workspace: Path) -> None:
+    shutil.copy(RELEASE_0_2 / "events.sqlite", workspace / "legacy.sqlite")
+    listed = json.loads(cli(workspace, "runs", "--json").stdout)
+    assert {r["run_id"]: r["status"] for r in listed} == RUNS_0_2
+    for run_id, status in RUNS_0_2.items():
+        verified = cli(workspace, "replay", run_id, "--verify")
+        assert verified.returncode == 0, verified.stderr
+        assert json.loads(verified.stdout)["status"] == status
+        shown = json.loads(cli(workspace, "show", run_id, "--json").stdout)
+        assert shown["status"] == status
+    retried = json.loads(cli(workspace, "show", "run_2533bf572da091b6", "--json").stdout)
+    last = retried["steps"][-1]
+    assert (last["instance_id"], last["status"]) == ("write_scene#2", "done")
+    issues = {
+        i["issue_id"]: i["status"] for i in json.loads(cli(workspace, "issues", "--json").stdout)
+    }
+    assert issues == {
+        "iss_4c95612e193b97fcea8a5e0b": "open",
+        "iss_5ff09be095ca39c6aa4211d3": "closed",
+        "iss_83097d5f826764f9e44736d7": "open",
+    }
+    plans = cli(workspace, "plan", "list")
+    assert "plan_6fd57ba08cd2de28" in plans.stdout and "failed" in plans.stdout
+    rounds = cli(workspace, "conference", "--list")
+    assert "conf_4eeed904a589f120" in rounds.stdout and "closed" in rounds.stdout
+
+
+def test_a_run_killed_under_release_0_2_resumes_to_the_end(workspace: Path) -> None:
+    shutil.copy(RELEASE_0_2 / "events.sqlite", workspace / "legacy.sqlite")
+    resumed = cli(workspace, "resume", "run_c4cb57594073ed4b", "-q")
+    assert resumed.returncode in (0, 1), resumed.stderr
+    shown = json.loads(cli(workspace, "show", "run_c4cb57594073ed4b", "--json").stdout)
+    assert shown["status"] in ("done", "failed") and shown["dod"]
+    assert cli(workspace, "replay", "run_c4cb57594073ed4b", "--verify").returncode == 0

@@ -15,9 +15,9 @@ import pytest
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.events import DomainEvent
+from controlroom.domain.events import DomainEvent, JournalRecord
 from controlroom.domain.outcomes import EventSpec, StepOutcome, Waiting
-from controlroom.domain.run import RunStatus, StepInstance
+from controlroom.domain.run import Run, RunStatus, StepInstance
 from controlroom.domain.run_events import SlotWritten, StepWaiting
 from controlroom.domain.steps import STEP_KINDS, StepSpec
 from controlroom.engine.context import Context
@@ -202,3 +202,92 @@ def test_a_step_can_run_more_than_once_as_numbered_instances() -> None:
     from controlroom.domain.flow import instance_id
 
     assert [instance_id("draft", n) for n in range(3)] == ["draft", "draft#2", "draft#3"]
+
+
+# -- a kind that keeps a journal: records made while it runs, committed by the runner ------
+
+
+class CountStep(StepSpec):
+    kind: Literal["count"] = "count"
+    upto: int
+
+
+class Counted(JournalRecord):
+    """One number counted: the kind's journal record (its own event, nothing in `Run`)."""
+
+    type_name: ClassVar[str] = "TestCounted"
+    number: int
+
+
+@dataclass(frozen=True)
+class CountOutcome(StepOutcome):
+    numbers: list[int]
+    input_slot_refs: list[str]
+    output_sha256: str
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        text = json.dumps(self.numbers)
+        slot = {"slot": step.output_slot, "kind": "artifact", "agent_id": "counter"}
+        return [(SlotWritten, {**slot, "text": text, "sha256": sha256_text(text), "summary": text})]
+
+    def preview_source(self) -> str:
+        return json.dumps(self.numbers)
+
+
+class Stop(BaseException):
+    """Stands for the process dying mid-step."""
+
+
+COUNTED_IN_THIS_PROCESS: list[int] = []
+STOP_AFTER: list[int] = []
+
+
+async def count(execution: Execution, instance: StepInstance) -> CountOutcome:
+    step = instance.step
+    assert isinstance(step, CountStep)
+    done = [r.number for r in execution.run.journal_of(instance.instance_id, Counted)]
+    for number in range(len(done) + 1, step.upto + 1):
+        COUNTED_IN_THIS_PROCESS.append(number)
+        ids = {"step_id": step.step_id, "instance_id": instance.instance_id}
+        execution.journal([(Counted, {**ids, "number": number})])
+        done.append(number)
+        if STOP_AFTER and number == STOP_AFTER[0]:
+            raise Stop
+    text = json.dumps(done)
+    return CountOutcome(done, [], sha256_text(text))
+
+
+def test_a_kind_keeps_a_journal_the_runner_commits_and_a_resumed_step_reads(
+    workspace: Path,
+) -> None:
+    STEP_KINDS.register(CountStep)
+    PERFORMERS.register("count", count)
+    try:
+        recipe = {
+            "recipe_id": "counting",
+            "phase_b": [{"kind": "count", "step_id": "c", "output_slot": "n", "upto": 5}],
+        }
+        write_override(workspace, "counting.json", json.dumps(recipe))
+        ctx = Context.open(workspace)
+        service = RunService(ctx)
+        run = service.start(RunRequest("counting", {}))
+        COUNTED_IN_THIS_PROCESS.clear()
+        STOP_AFTER[:] = [3]
+        with pytest.raises(Stop):
+            asyncio.run(service.execute(run))
+        STOP_AFTER.clear()
+        # Each record was committed when it was made: a fresh load knows 1, 2 and 3.
+        loaded = ctx.store.load(Run, run.id)
+        assert loaded is not None
+        assert [r.number for r in loaded.journal_of("c", Counted)] == [1, 2, 3]
+
+        finished = asyncio.run(service.resume(run.id))
+        assert finished.status == RunStatus.DONE, finished.error
+        assert COUNTED_IN_THIS_PROCESS == [1, 2, 3, 4, 5]  # nothing counted twice
+        assert finished.slot_values["n"] == [1, 2, 3, 4, 5]
+        stored = [e.number for e in ctx.store.stream(run.id) if isinstance(e, Counted)]
+        assert stored == [1, 2, 3, 4, 5]
+        ctx.close()
+    finally:
+        PERFORMERS.unregister("count")
+        STEP_KINDS.unregister("count")
