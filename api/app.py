@@ -12,6 +12,7 @@ from typing import Any
 from eventsourcing.persistence import MapperDeserialisationError
 from pydantic import BaseModel
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -118,7 +119,7 @@ def get_slot(request: Request) -> JSONResponse:
 
 async def cancel_run(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
-    _run_view(request)  # 404 before anything else
+    await run_in_threadpool(_run_view, request)  # 404 before anything else
     run = await _server(request).cancel(run_id)
     return JSONResponse({"run_id": run.id, "status": run.status.value})
 
@@ -126,7 +127,7 @@ async def cancel_run(request: Request) -> JSONResponse:
 async def retry_run(request: Request) -> JSONResponse:
     """Continue a failed run from the failed step, or from `{"from": STEP_ID}`."""
     run_id = request.path_params["run_id"]
-    _run_view(request)  # 404 before anything else
+    await run_in_threadpool(_run_view, request)  # 404 before anything else
     raw = await request.body()
     try:
         body = json.loads(raw) if raw.strip() else {}
@@ -149,7 +150,7 @@ async def resume_run(request: Request) -> JSONResponse:
     """Continue an unfinished run nobody is advancing (its process died, its lease ran out),
     here: recorded as `RunResumed` with this server's claim, like `controlroom resume`."""
     run_id = request.path_params["run_id"]
-    _run_view(request)  # 404 before anything else
+    await run_in_threadpool(_run_view, request)  # 404 before anything else
     server = _server(request)
     if not server.execute:
         raise HttpError(
@@ -202,7 +203,7 @@ def get_audit(request: Request) -> JSONResponse:
 
 
 async def run_events(request: Request) -> Any:
-    _run_view(request)
+    await run_in_threadpool(_run_view, request)
     return run_stream(_server(request), request, request.path_params["run_id"])
 
 

@@ -17,7 +17,7 @@ from pydantic import (
 from starlette.requests import Request
 
 from controlroom.api.errors import HttpError
-from controlroom.api.limits import MAX_ID, MAX_TEXT, LimitError, check_args, check_text
+from controlroom.api.limits import MAX_DEPTH, Id, LimitError, Text, check_args, check_text
 
 MAX_BODY_BYTES = 1024 * 1024
 B = TypeVar("B", bound=BaseModel)
@@ -27,18 +27,16 @@ class StartRunBody(BaseModel):
     """Start a run: a recipe id (appendix D), or a task description for the router."""
 
     model_config = ConfigDict(extra="forbid")
-    recipe_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
-    task: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_TEXT,
-        description="task description; routed when recipe_id is absent",
+    recipe_id: Id | None = None
+    task: Text | None = Field(
+        default=None, description="task description; routed when recipe_id is absent"
     )
     args: dict[str, JsonValue] = Field(
         default_factory=dict,
-        description="recipe arguments: JSON values nested at most 32 levels, no NUL characters",
+        description=f"recipe arguments: JSON values nested at most {MAX_DEPTH} levels, "
+        "no NUL characters",
     )
-    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
+    session_id: Id | None = None
 
     @field_validator("recipe_id", "task", "session_id")
     @classmethod
@@ -56,7 +54,7 @@ class StartRunBody(BaseModel):
 
 class RouteBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    task: str = Field(min_length=1, max_length=MAX_TEXT)
+    task: Text
 
     @field_validator("task")
     @classmethod

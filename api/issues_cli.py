@@ -13,9 +13,9 @@ import argparse
 import json
 from typing import Any
 
+from controlroom.api.cli_common import read_views
 from controlroom.domain.errors import BadInputError
 from controlroom.engine.context import Context
-from controlroom.engine.followers import Followers
 from controlroom.engine.issues import IssueService
 from controlroom.projections.models import IssueDetail, IssueView
 from controlroom.projections.views import Views
@@ -53,7 +53,7 @@ def run_issues_command(ctx: Context, ns: argparse.Namespace) -> int:
         service.reopen(ns.issue_id, _required(ns.reason, "--reason"))
     elif ns.action == "comment":
         service.comment(ns.issue_id, _required(ns.text, "TEXT"))
-    views = _views(ctx)
+    views = _views(ctx, ns)
     with views:
         issue = views.query.issue_detail(ns.issue_id)
         reports = {
@@ -78,14 +78,13 @@ def _required(value: str | None, name: str) -> str:
     return value
 
 
-def _views(ctx: Context) -> Views:
-    views = Views.for_store(ctx.store, ctx.workspace.root)
-    Followers(ctx.store, views).catch_up()
-    return views
+def _views(ctx: Context, ns: argparse.Namespace) -> Views:
+    """After close, reopen or comment the policies react first; list and show only read."""
+    return read_views(ctx, after_command=ns.action in ("close", "reopen", "comment"))
 
 
 def _list(ctx: Context, ns: argparse.Namespace) -> int:
-    views = _views(ctx)
+    views = _views(ctx, ns)
     with views:
         rows = views.query.issues(run_id=ns.run, status=ns.status)
     if ns.json:

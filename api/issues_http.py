@@ -3,14 +3,14 @@ audit trail, and a receipt's full report on demand."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from controlroom.api.bodies import read_body
-from controlroom.api.limits import MAX_TEXT
+from controlroom.api.limits import Text
 from controlroom.api.server import Server
 from controlroom.engine.issues import IssueService
 
@@ -29,11 +29,11 @@ class _Note(BaseModel):
 
 
 class ReasonBody(_Note):
-    reason: str = Field(min_length=1, max_length=MAX_TEXT)
+    reason: Text
 
 
 class CommentBody(_Note):
-    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    text: Text
 
 
 def _server(request: Request) -> Server:

@@ -2,6 +2,9 @@
 recorded. Each refusal names the field, so the HTTP layer answers 400 with it and the CLI
 prints it and exits 64.
 
+Request bodies share these limits through the field types below (`Text`, `Note`, `Id`,
+`TaskNumber`) and the constants, so no body spells a number of its own.
+
 Why these numbers: an event must always read back. The JSON parser that reads stored events
 refuses nesting beyond 200 levels and the serializer beyond about 250, so a value nested
 deeper than that could be stored by one release and never read again (a poison event).
@@ -12,7 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from controlroom.domain.errors import BadInputError
 
@@ -30,7 +35,24 @@ MAX_VALUES = 10_000
 MAX_INT = 2**53 - 1
 #: A global position or version: a signed 64-bit integer, ASCII digits only.
 MAX_POSITION = 2**63 - 1
+#: Items in one list a request body carries (a plan's task order).
+MAX_ITEMS = 10_000
+#: A plan's task number.
+MAX_TASK = 1_000_000
+#: Roles asked in one conference round.
+MAX_ROLES = 20
+#: Tools a conference round may be allowed.
+MAX_TOOLS = 50
 _POSITION = re.compile(r"[0-9]{1,19}")
+
+#: A string field of a request body that may not be empty: 1 to `MAX_TEXT` characters.
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+#: A string field that may be left empty (a reason given or not).
+Note = Annotated[str, Field(max_length=MAX_TEXT)]
+#: An id in a request body: 1 to `MAX_ID` characters.
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+#: A plan's task, by its number.
+TaskNumber = Annotated[int, Field(ge=1, le=MAX_TASK)]
 
 
 class LimitError(BadInputError):

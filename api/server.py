@@ -24,6 +24,9 @@ from controlroom.projections.views import Views
 
 log = logging.getLogger("controlroom.server")
 PROJECTION_INTERVAL_S = 0.2
+#: How long a read waits for the catch-up loop to pass the log's head as the read found it
+#: (the policies' reactions to what was just committed: an issue a run's DoD calls for).
+READ_WAIT_S = 2.0
 
 
 class Server:
@@ -33,7 +36,9 @@ class Server:
         self.views = Views.for_store(ctx.store, ctx.workspace.root)
         self.followers = Followers(ctx.store, self.views)
         #: Followed by the loop below, not by `read_views`: GETs of runs never wait for it.
-        self.analytics = AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root)
+        self.analytics = AnalyticsProjection.for_workspace(
+            ctx.store, ctx.workspace.root, ctx.settings.analytics
+        )
         self.notifier = LogNotifier()
         self.hub: EventHub
         self.executor: Executor
@@ -41,8 +46,14 @@ class Server:
         #: False with `serve --no-execute`: runs are queued for workers, never run here.
         self.execute = execute
         self._follower_task: asyncio.Task[None] | None = None
+        #: The Chief's reviews of finished plan tasks, beside the catch-up loop: a review
+        #: waiting on a slow or retried model call never holds up policies and views.
+        self._review_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscription: Subscription[Any] | None = None
+        #: The log's position the catch-up loop has followed to (policies and views).
+        self.followed_to = 0
+        self._followed = threading.Condition()
 
     def _on_commit(
         self, *, committed: Sequence[Positioned], tracking: Tracking | None, **future: object
@@ -52,9 +63,24 @@ class Server:
             self._loop.call_soon_threadsafe(self.notifier.notify)
 
     def read_views(self) -> Views:
-        """Read-your-writes: catch the views up before answering a GET."""
-        self.followers.catch_up()
+        """Read-your-writes for a GET: what was committed before the read, with the
+        policies' reactions to it. Reads are reads: no policy runs here, so no GET records
+        an event; the read waits (at most `READ_WAIT_S`) for the catch-up loop to pass the
+        log's head, then catches the read models up. Blocking: call it from a thread."""
+        if self._follower_task is not None and not self._follower_task.done():
+            head = self.ctx.store.max_position()
+            with self._followed:
+                self._followed.wait_for(lambda: self.followed_to >= head, timeout=READ_WAIT_S)
+        self.views.catch_up()
         return self.views
+
+    def _follow_once(self) -> None:
+        """One pass of the policies and the read models (in a thread)."""
+        head = self.ctx.store.max_position()
+        self.followers.catch_up()
+        with self._followed:
+            self.followed_to = max(self.followed_to, head)
+            self._followed.notify_all()
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -80,7 +106,7 @@ class Server:
         feeds at once through LISTEN/NOTIFY (the library's subscription); on SQLite the feeds
         poll the log instead (every half second while idle)."""
         recorder = self.ctx.store.recorder
-        if "POSTGRES_DBNAME" not in self.ctx.store.env:
+        if self.ctx.store.backend != "postgres":
             return
         subscription = recorder.subscribe(gt=self.ctx.store.max_position())
         self._subscription = subscription
@@ -101,10 +127,11 @@ class Server:
         self.ctx.store.unobserve(self._on_commit)
         await self.hub.stop()
         await self.executor.stop()
-        if self._follower_task is not None:
-            self._follower_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._follower_task
+        for task in (self._follower_task, self._review_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         self.views.close()
         self.analytics.close()
 
@@ -117,18 +144,32 @@ class Server:
         return await self.executor.cancel(run_id)
 
     async def _follow_forever(self) -> None:
-        from controlroom.api.plans_http import review_finished_tasks
-
         while True:
             seen = self.notifier.generation
             try:
                 # Off the loop: policies and projections write SQLite.
-                await asyncio.to_thread(self.followers.catch_up)
-                await review_finished_tasks(self)
+                await asyncio.to_thread(self._follow_once)
+                self._review_finished_tasks()
                 await asyncio.to_thread(self.analytics.catch_up, wait=False)
             except Exception:  # keep serving; the next pass retries from the tracked positions
                 log.exception("catch-up failed")
             # Catch up in batches, not per commit: live feeds come first on this loop, and
-            # every GET catches up for itself before it reads.
+            # a GET waits for the pass that follows what it read after.
             await asyncio.sleep(PROJECTION_INTERVAL_S)
             await self.notifier.wait(seen)
+
+    def _review_finished_tasks(self) -> None:
+        """Start the Chief's reviews of finished plan tasks, unless a pass is under way.
+        Each review is bounded by its plan (a few attempts, with waits between, then given
+        up), so this pass, made again and again, never asks the Chief without end."""
+        if self._review_task is not None and not self._review_task.done():
+            return
+        self._review_task = asyncio.create_task(self._review())
+
+    async def _review(self) -> None:
+        from controlroom.api.plans_http import review_finished_tasks
+
+        try:
+            await review_finished_tasks(self)
+        except Exception:  # keep serving; the next pass tries again from the recorded events
+            log.exception("reviewing finished plan tasks failed")

@@ -123,7 +123,7 @@ def test_a_kill_after_any_commit_resumes_to_the_uninterrupted_result(
                 assert "Traceback" not in resumed.stderr
             else:  # killed before the run was recorded: the user starts it again
                 assert cli("run", task, "-w", ws, "-q").returncode in (0, 1)
-            cli("issues", "-w", ws)  # any command lets the policies catch up
+            cli("resume", "-w", ws, "-q")  # the recovery command lets the policies catch up
             got = outcome(workspace)
             if got.duplicated_steps:
                 duplicated += 1

@@ -53,10 +53,15 @@ def test_a_process_killed_between_the_final_commit_and_the_issue_keeps_the_issue
     assert killed.returncode == -9, killed.stderr  # SIGKILL right after the run's last commit
     assert issues_opened(workspace) == []  # the run failed its DoD; nobody reacted yet
 
-    # Any later command catches up: the policy opens the issue, once.
+    # Reads are reads: listing issues runs no policy and records nothing.
+    assert json.loads(cli(workspace, "issues", "--json").stdout) == []
+    assert issues_opened(workspace) == []
+    # The next command that writes (here `resume`, the recovery command) catches up: the
+    # policy opens the issue, once.
+    assert cli(workspace, "resume", "-q").returncode == 0  # nothing left to resume
     listed = json.loads(cli(workspace, "issues", "--json").stdout)
     assert len(listed) == 1 and listed[0]["kind"] == "dod_failure"
-    assert cli(workspace, "resume", "-q").returncode == 0  # nothing left to resume
+    assert cli(workspace, "resume", "-q").returncode == 0
     assert len(json.loads(cli(workspace, "issues", "--json").stdout)) == 1
     assert len(issues_opened(workspace)) == 1
     runs = json.loads(cli(workspace, "runs", "--json").stdout)
@@ -126,3 +131,37 @@ def test_two_catch_up_loops_racing_open_each_issue_exactly_once(workspace: Path)
     finally:
         ctx.close()
     assert len(linked) == 5 == len(set(linked))
+
+
+def test_reads_over_http_record_nothing_and_wait_for_the_policies(workspace: Path) -> None:
+    """A GET never runs a policy: with the catch-up loop stopped, reading leaves the log as
+    it was (the issue the run calls for stays unopened); the loop opens it, and a GET
+    made after the run's end then finds it (it waits for the loop to pass the log's head)."""
+    import httpx
+
+    from tests.live import live_server
+
+    killed = cli(
+        workspace,
+        "run",
+        "check consistency of the scenes",
+        "-q",
+        CONTROLROOM_CRASH_AFTER_COMMIT=str(CONSISTENCY_COMMITS),
+    )
+    assert killed.returncode == -9, killed.stderr
+    from controlroom.api.server import Server
+
+    ctx = Context.open(workspace)
+    try:
+        server = Server(ctx, execute=False)  # its catch-up loop never started
+        head = ctx.store.max_position()
+        assert [r.status for r in server.read_views().query.runs()] == ["failed"]
+        assert server.read_views().query.issues() == []
+        assert ctx.store.max_position() == head  # nothing recorded by reading
+        server.views.close()
+        server.analytics.close()
+    finally:
+        ctx.close()
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        listed = client.get("/api/issues").json()
+    assert [i["kind"] for i in listed] == ["dod_failure"]

@@ -1,0 +1,204 @@
+"""What the workspace offers: `controlroom route`, `recipes`, `models`, `workspace`.
+
+controlroom route "TASK"                       which recipe a task routes to
+controlroom recipes list | show ID | validate [FILE_OR_FOLDER] | schema
+controlroom models check | schema              which model serves each role
+controlroom workspace check                    scenes, outline, canon
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from controlroom.api.cli_common import (
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_NOT_ROUTABLE,
+    emit_json,
+    warn_about_recipes,
+)
+from controlroom.domain.errors import BadInputError, RecipeInvalidError
+from controlroom.recipes.catalog import RecipeCatalog
+
+
+def add_route(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("route", parents=[common], help="which recipe a task routes to")
+    p.add_argument("text")
+    p.set_defaults(func=cmd_route)
+
+
+def add_recipes(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("recipes", parents=[common], help="list, show, validate recipes")
+    p.add_argument("action", choices=["list", "show", "validate", "schema"])
+    p.add_argument("target", nargs="?", help="recipe id (show) or file/folder (validate)")
+    p.set_defaults(func=cmd_recipes)
+
+
+def add_models(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("models", parents=[common], help="check which model serves each role")
+    p.add_argument("action", choices=["check", "schema"])
+    p.set_defaults(func=cmd_models)
+
+
+def add_workspace(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "workspace", parents=[common], help="the workspace layout: scenes, outline, canon"
+    )
+    p.add_argument("action", choices=["check"])
+    p.set_defaults(func=cmd_workspace)
+
+
+def cmd_route(ns: argparse.Namespace) -> int:
+    from controlroom.domain.router import route
+
+    catalog, _, _ = _catalog(ns)
+    decision = route(ns.text, catalog.recipes())
+    if ns.json:
+        emit_json(decision.model_dump(mode="json"))
+    elif decision.routable:
+        print(f"{decision.recipe_id}  ({decision.reason})")
+        if decision.initial_args:
+            print(f"initial args: {json.dumps(decision.initial_args)}")
+    else:
+        print(f"not routable: {decision.reason}")
+    return EXIT_DONE if decision.routable else EXIT_NOT_ROUTABLE
+
+
+def cmd_recipes(ns: argparse.Namespace) -> int:
+    from controlroom.recipes.catalog import load_recipe_file, recipe_files, render_schema
+
+    if ns.action == "schema":
+        print(render_schema(), end="")
+        return EXIT_DONE
+    if ns.action == "validate" and ns.target:
+        _, tools, prompts = _catalog(ns, warn=False)
+        target = Path(ns.target)
+        files = recipe_files(target) if target.is_dir() else [target]
+        if not files:
+            raise BadInputError(f"no recipe files at '{target}'")
+        problems = []
+        for path in files:
+            try:
+                load_recipe_file(path, tools.names(), prompts.prompt_types())
+            except RecipeInvalidError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise RecipeInvalidError(problems)
+        print(f"ok: {len(files)} recipe file(s) valid")
+        return EXIT_DONE
+    catalog, _, _ = _catalog(ns, warn=ns.action != "validate")
+    if ns.action == "validate":
+        catalog.check()  # every problem in every file, exit 64
+        print(f"ok: {len(catalog.recipes())} recipes valid")
+    elif ns.action == "list":
+        rows = [
+            {
+                "recipe_id": e.recipe.recipe_id,
+                "label": e.recipe.label,
+                "steps": e.recipe.total_steps,
+                "source": "bundled" if e.bundled else str(e.source),
+                "task_patterns": e.recipe.task_patterns,
+            }
+            for e in catalog.entries()
+        ]
+        if ns.json:
+            emit_json(rows)
+        else:
+            for r in rows:
+                print(f"{r['recipe_id']:<26} {r['steps']} steps  {r['label']}  [{r['source']}]")
+    elif ns.action == "show":
+        if not ns.target:
+            raise BadInputError("recipes show needs a recipe id")
+        emit_json(catalog.entry(ns.target).recipe.snapshot())
+    return EXIT_DONE
+
+
+def cmd_models(ns: argparse.Namespace) -> int:
+    from controlroom.models.agents import AgentDirectory
+    from controlroom.models.config import config_path, render_schema
+
+    if ns.action == "schema":
+        print(render_schema(), end="")
+        return EXIT_DONE
+    catalog, _, _ = _catalog(ns)
+    workspace = Path(ns.workspace)
+    agents = AgentDirectory.for_workspace(workspace)
+    roles = sorted(
+        {role for r in catalog.recipes() for role in r.agent_archetypes()}
+        | set(agents.config.roles)
+    )
+    source = config_path(workspace)
+    rows = []
+    for role in roles:
+        profile = agents.check([role])[role]  # raises a clear error for any role it cannot serve
+        provider = agents.provider_config(profile.provider)
+        rows.append(
+            {
+                "role": role,
+                "tier": profile.tier,
+                "provider": profile.provider,
+                "type": provider.type,
+                "model": profile.model,
+                "params": dict(profile.params),
+                "escalation": [f"{c.provider}:{c.model}" for c in profile.escalation],
+            }
+        )
+    if ns.json:
+        emit_json(rows)
+        return EXIT_DONE
+    print(f"models config: {source if source.is_file() else '(none: every role offline)'}")
+    for r in rows:
+        chain = f"  then {', '.join(r['escalation'])}" if r["escalation"] else ""
+        print(f"  {r['role']:<12} {r['tier']}  {r['provider']} ({r['type']}) / {r['model']}{chain}")
+    return EXIT_DONE
+
+
+def cmd_workspace(ns: argparse.Namespace) -> int:
+    """`workspace check`: the layout the tools will use; no scenes or chapters is an error."""
+    from controlroom.engine.settings import Settings
+    from controlroom.tools.layout import detect_layout, no_units_message
+    from controlroom.tools.workspace import Workspace
+
+    settings = Settings.from_env()
+    layout = detect_layout(Workspace(Path(ns.workspace), max_file_bytes=settings.max_file_bytes))
+    if ns.json:
+        emit_json(layout.as_dict())
+    else:
+        print(f"layout: {layout.source} ({layout.unit}s)")
+        for unit in layout.units:
+            print(f"  {layout.unit} {unit.number}: {unit.path}  — {unit.title}")
+        print(f"outline: {layout.outline or 'none'}")
+        print(f"canon cards: {len(layout.canon)}")
+        for path in layout.canon:
+            print(f"  {path}")
+        if layout.other:
+            shown = ", ".join(layout.other[:20])
+            more = f" and {len(layout.other) - 20} more" if len(layout.other) > 20 else ""
+            print(f"other files (not read by the tools): {shown}{more}")
+        left_out = layout.left_out()
+        if left_out:
+            print(f"left out: {left_out}")
+        for warning in layout.warnings:
+            print(f"warning: {warning}")
+    if not layout.units:
+        print(f"controlroom: error: {no_units_message(layout)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_DONE
+
+
+def _catalog(ns: argparse.Namespace, warn: bool = True) -> Any:
+    from controlroom.prompts.registry import PromptRegistry
+    from controlroom.tools.base import ToolRegistry
+    from controlroom.tools.workspace import Workspace
+
+    workspace = Workspace(Path(ns.workspace))
+    tools = ToolRegistry.default()
+    prompts = PromptRegistry.for_workspace(workspace.root)
+    catalog = RecipeCatalog.load(workspace.root, tools.names(), prompts.prompt_types())
+    if warn:
+        warn_about_recipes(catalog)
+    return catalog, tools, prompts

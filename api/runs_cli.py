@@ -1,0 +1,281 @@
+"""Running runs: `controlroom run`, `resume`, `retry`, `cancel`, and following a run that
+another process advances (`run --queue --follow`, `show --follow`).
+
+controlroom run TASK_OR_RECIPE [--arg KEY=VALUE]… [--queue [--follow]]
+controlroom resume [RUN_ID]          every unfinished run, or one
+controlroom retry RUN_ID [--from STEP_ID]
+controlroom cancel RUN_ID [--reason "…"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from controlroom.api.cli_common import (
+    EXIT_CONFLICT,
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_ROUTABLE,
+    STATUS_EXIT,
+    emit_json,
+    open_context,
+    parse_args_kv,
+    read_views,
+)
+from controlroom.domain.errors import ControlRoomError, NotRoutableError, RunConflictError
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.run import Run
+from controlroom.engine import event_loop
+from controlroom.engine.context import Context
+from controlroom.engine.ports import process_owner
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.store import Positioned
+
+
+def add_run(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("run", parents=[common], help="run a recipe id or a routed task")
+    p.add_argument("task", help="a recipe id, or a task description for the router")
+    p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--session", help="session id to link receipts to (default: a new one)")
+    p.add_argument("--description", help="task description when TASK is a recipe id")
+    p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    p.add_argument(
+        "--queue", action="store_true", help="record the run and leave it to `controlroom worker`"
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="with --queue: show its progress while a worker executes it, until it ends",
+    )
+    p.set_defaults(func=cmd_run)
+
+
+def add_resume(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("resume", parents=[common], help="continue unfinished runs")
+    p.add_argument("run_id", nargs="?")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_resume)
+
+
+def add_retry(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("retry", parents=[common], help="continue a failed run from a step")
+    p.add_argument("run_id")
+    p.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="STEP_ID",
+        help="the step to run again (default: the step that failed; or an earlier one)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_retry)
+
+
+def add_cancel(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("cancel", parents=[common], help="cancel a running run")
+    p.add_argument("run_id")
+    p.add_argument("--reason", default="cancelled by user")
+    p.set_defaults(func=cmd_cancel)
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from controlroom.api.limits import check_id, check_text
+    from controlroom.api.progress import ProgressPrinter
+
+    check_text(ns.task, "TASK")
+    if ns.description is not None:
+        check_text(ns.description, "--description")
+    if ns.session is not None:
+        check_id(ns.session, "--session")
+    ctx = open_context(ns)
+    service = RunService(ctx)
+    request = RunRequest(
+        ns.task, parse_args_kv(ns.arg), session_id=ns.session, description=ns.description
+    )
+    printer = None if ns.quiet or ns.queue else ProgressPrinter()
+    if printer:
+        ctx.store.observe(printer)
+    try:
+        run = service.start(request, owner=None if ns.queue else process_owner())
+    except NotRoutableError as exc:
+        message = {"routable": False, "reason": exc.reason, "task": exc.description}
+        if ns.json:
+            emit_json(message)
+        else:
+            print(f"not routable: {exc.reason}", file=sys.stderr)
+            print(
+                "hint: name a recipe id (controlroom recipes list) or rephrase the task",
+                file=sys.stderr,
+            )
+        return EXIT_NOT_ROUTABLE
+    if ns.queue and not ns.follow:
+        if ns.json:
+            emit_json({"run_id": run.id, "status": "queued"})
+        else:
+            print(f"{run.id}: queued")
+            print(
+                f"a worker executes it (controlroom worker); follow it with "
+                f"`controlroom show {run.id} --follow`",
+                file=sys.stderr,
+            )
+        return EXIT_DONE
+    if ns.queue:
+        return follow_to_the_end(ctx, run.id, show_progress=not ns.quiet, as_json=ns.json)
+    try:
+        run = event_loop.run(service.execute(run))
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return _finish(ctx, run, ns.json)
+
+
+def cmd_resume(ns: argparse.Namespace) -> int:
+    from eventsourcing.persistence import MapperDeserialisationError
+
+    from controlroom.api.progress import ProgressPrinter
+
+    ctx = open_context(ns)
+    service = RunService(ctx)
+    # Recovery after a crash: the policies react first to whatever was recorded before it
+    # (the issue a run's last commit called for, a plan's next task).
+    with read_views(ctx, after_command=True) as views:
+        unfinished = [r.run_id for r in views.query.runs(status="running")]
+    run_ids = [ns.run_id] if ns.run_id else unfinished
+    if not run_ids:
+        print("nothing to resume: no unfinished runs", file=sys.stderr)
+        return EXIT_DONE
+    worst = EXIT_DONE
+    for run_id in run_ids:
+        printer = None
+        try:
+            if not ns.quiet:
+                printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)
+                ctx.store.observe(printer)
+            run = event_loop.run(service.resume(run_id, owner=process_owner()))
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except (ControlRoomError, MapperDeserialisationError) as exc:
+            if ns.run_id and isinstance(exc, ControlRoomError):
+                raise
+            # Resuming every unfinished run: one that cannot be resumed (another live
+            # process holds it, its events are damaged) is reported, and the rest go on.
+            print(f"skipped {run_id}: {exc}", file=sys.stderr)
+            worst = max(worst, EXIT_CONFLICT if isinstance(exc, RunConflictError) else EXIT_FAILED)
+            continue
+        finally:
+            if printer:
+                ctx.store.unobserve(printer)
+        code = _finish(ctx, run, ns.json)
+        worst = max(worst, code)
+    return worst
+
+
+def cmd_retry(ns: argparse.Namespace) -> int:
+    """Continue a failed run from the step that failed, or from an earlier one (`--from`).
+
+    A transport fault (429, 5xx, a dropped connection) is retried by the engine itself; an
+    agent failure (no valid reply after its contract's retries, a deadline passed) halts
+    the run, and this is how the user decides to go on."""
+    from controlroom.api.progress import ProgressPrinter
+
+    ctx = open_context(ns)
+    service = RunService(ctx)
+    run = service.retry(ns.run_id, ns.from_step, owner=process_owner())
+    printer = None if ns.quiet else ProgressPrinter(total_steps=run.total_steps)
+    if printer:
+        ctx.store.observe(printer)
+    try:
+        run = event_loop.run(service.execute(run))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {run.id} is resumable", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if printer:
+            ctx.store.unobserve(printer)
+    return _finish(ctx, run, ns.json)
+
+
+def cmd_cancel(ns: argparse.Namespace) -> int:
+    ctx = open_context(ns)
+    run = RunService(ctx).cancel(ns.run_id, ns.reason)
+    if ns.json:
+        emit_json({"run_id": run.id, "status": run.status.value})
+    else:
+        print(f"{run.id}: {run.status.value}")
+    return EXIT_DONE
+
+
+def _follow(ctx: Context, run_id: str, printer: Any) -> Run:
+    """Show a run's progress while another process (a worker) advances it, until it ends."""
+    version = 0
+    while True:
+        fresh = [e for e in ctx.store.events.get(run_id, gt=version) if isinstance(e, DomainEvent)]
+        if printer is not None and fresh:
+            printer(committed=[Positioned(0, e) for e in fresh], tracking=None)
+        if fresh:
+            version = fresh[-1].originator_version
+        run = RunService(ctx).load(run_id)
+        if run.is_finished:
+            return run
+        time.sleep(0.3)
+
+
+def follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json: bool) -> int:
+    """Follow a run another process advances (`run --queue --follow`, `show --follow`),
+    then report it as `run` does."""
+    from controlroom.api.progress import ProgressPrinter
+
+    run = RunService(ctx).load(run_id)  # no such run: its own error, before any wait
+    try:
+        run = _follow(ctx, run.id, ProgressPrinter() if show_progress else None)
+    except KeyboardInterrupt:
+        print(f"\nstopped following {run.id}; it goes on without you", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return _finish(ctx, run, as_json)
+
+
+def _print_run_summary(run: Run, ctx: Context) -> None:
+    print(f"{run.id}: {run.status.value}" + (f" — {run.error}" if run.error else ""))
+    with read_views(ctx, after_command=True) as views:
+        issues = views.query.issues(run_id=run.id)
+    for issue in issues:
+        print(f"  issue {issue.issue_id}: {issue.title}")
+        evidence = issue.evidence
+        if isinstance(evidence, dict):
+            for finding in evidence.get("findings") or evidence.get("conflicts") or []:
+                message = finding.get("message") if isinstance(finding, dict) else finding
+                print(f"    - {message or finding}")
+    for written in run.files_written.values():
+        verb = "already held" if written.already_applied else "wrote"
+        print(f"  {verb} {ctx.workspace.root / written.path} ({written.bytes} bytes)")
+    # Where the results are: stderr, so stdout stays the run's one-line outcome for scripts.
+    workspace = ctx.workspace.root
+    slots = [s for s in run.slot_texts if s != "task"]
+    if slots:
+        print(
+            f"read any slot in full: controlroom slot {run.id} SLOT -w {workspace} "
+            f"(slots: {', '.join(slots)})",
+            file=sys.stderr,
+        )
+    print(f"recorded in {ctx.store.location()}", file=sys.stderr)
+    print(
+        f"see it: controlroom show {run.id} -w {workspace}  ·  every event: controlroom events "
+        f"{run.id} -w {workspace}",
+        file=sys.stderr,
+    )
+
+
+def _finish(ctx: Context, run: Run, as_json: bool) -> int:
+    if as_json:
+        with read_views(ctx, after_command=True) as views:
+            emit_json(views.query.run(run.id).model_dump(mode="json"))
+    else:
+        _print_run_summary(run, ctx)
+    return STATUS_EXIT.get(run.status, EXIT_FAILED)

@@ -1,0 +1,264 @@
+"""The long-running processes and the read models they keep: `controlroom serve`, `worker`,
+`projections`, `analytics`.
+
+controlroom serve [--host HOST] [--port PORT] [--insecure] [--no-execute]
+controlroom worker [--concurrency N] [--poll SECONDS] [--grace SECONDS]
+controlroom projections status | rebuild [NAME]
+controlroom analytics SELECT… | report [NAME] | shell | export | status | rebuild
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from controlroom.api.cli_common import (
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_UNAVAILABLE,
+    emit_json,
+    open_context,
+)
+from controlroom.domain.errors import BadInputError
+from controlroom.engine import event_loop
+from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
+from controlroom.projections.views import Views
+
+
+def add_worker(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("worker", parents=[common], help="execute queued and abandoned runs")
+    p.add_argument(
+        "--concurrency", type=_count, default=8, help="runs executed at once, 1-10000 (default 8)"
+    )
+    p.add_argument("--poll", type=_seconds, default=0.5, help="seconds between looks for work")
+    p.add_argument(
+        "--grace", type=_seconds, default=30.0, help="seconds to finish steps on SIGTERM"
+    )
+    p.set_defaults(func=cmd_worker)
+
+
+def add_serve(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("serve", parents=[common], help="serve the HTTP API and SSE feeds")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=_port, default=8765, help="1-65535, or 0 for any free port")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback host without CONTROLROOM_API_TOKEN",
+    )
+    p.add_argument(
+        "--no-execute",
+        action="store_true",
+        help="serve the API only: runs started over HTTP are queued for `controlroom worker`",
+    )
+    p.add_argument("--log-level", default="warning")
+    p.set_defaults(func=cmd_serve)
+
+
+def add_projections(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "projections", parents=[common], help="the read models: how far they are, rebuild"
+    )
+    p.add_argument("action", choices=["status", "rebuild"])
+    p.add_argument("name", nargs="?", help="one projection (rebuild; default: all)")
+    p.set_defaults(func=cmd_projections)
+
+
+def add_analytics(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "analytics", parents=[common], help="SQL over the whole history (DuckDB), reports"
+    )
+    p.add_argument("what", help="a SELECT, or: report [NAME], shell, export, status, rebuild")
+    p.add_argument("name", nargs="?", help="the report's name (report)")
+    p.add_argument("--csv", action="store_true", help="rows as CSV")
+    p.add_argument("--parquet", metavar="DIR", help="export every table and view to DIR")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per query (default 10)")
+    p.add_argument("--max-rows", type=int, default=10_000, help="rows shown (default 10000)")
+    p.set_defaults(func=cmd_analytics)
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    import uvicorn
+
+    from controlroom.api.app import TOKEN_VAR, create_app
+    from controlroom.api.origin_guard import ServedHosts, allowed_hosts
+    from controlroom.engine.settings import Settings
+
+    token = Settings.from_env().api_token  # a blank or short token is refused here (64)
+    hosts = ServedHosts.bound_to(ns.host, allowed_hosts(os.environ))  # likewise
+    if ns.host not in LOOPBACK and not token and not ns.insecure:
+        raise BadInputError(
+            f"refusing to listen on {ns.host} without {TOKEN_VAR}; set a token, or pass "
+            "--insecure to accept anyone on the network"
+        )
+    try:
+        listener = _listen(ns.host, ns.port)
+    except socket.gaierror as exc:
+        raise BadInputError(f"cannot listen on '{ns.host}': {exc.strerror}") from None
+    except OSError as exc:
+        hint = (
+            "; another process is listening there: pick another --port, or --port 0 for any "
+            "free port"
+            if exc.errno == errno.EADDRINUSE
+            else ""
+        )
+        print(
+            f"controlroom: error: cannot listen on {ns.host}:{ns.port}: {exc.strerror}{hint}",
+            file=sys.stderr,
+        )
+        return EXIT_UNAVAILABLE
+    with listener:
+        ctx = open_context(ns)
+        app = create_app(ctx, token, execute=not ns.no_execute, hosts=hosts)
+        config = uvicorn.Config(app, log_level=ns.log_level, loop=event_loop.loop_name())
+        server = uvicorn.Server(config)
+        port = listener.getsockname()[1]
+        host = f"[{ns.host}]" if ":" in ns.host else ns.host
+        print(f"serving {ctx.workspace.root} on http://{host}:{port}", file=sys.stderr)
+        try:
+            server.run(sockets=[listener])
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM, re-raised by uvicorn after shutdown
+            pass
+        except SystemExit as exc:  # uvicorn's way to say the app failed to start
+            print(
+                f"controlroom: error: the server did not start (uvicorn exit {exc.code})",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+    return EXIT_DONE
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything starts: a taken port is a
+    clear error here, not a server that resumed runs and then quit (uvicorn binds only
+    after the app's start-up, and exits 3 when it cannot). Port 0 picks a free port."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _port(raw: str) -> int:
+    if not raw.strip().isdigit() or not 0 <= int(raw) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"'{raw}' is not a port: use 1 to 65535, or 0 for any free port"
+        )
+    return int(raw)
+
+
+def cmd_worker(ns: argparse.Namespace) -> int:
+    from controlroom.engine.worker import Worker
+
+    ctx = open_context(ns)
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    followers = Followers(ctx.store, views)
+
+    def unfinished() -> list[str]:
+        return [r.run_id for r in views.query.runs(status="running")]
+
+    worker = Worker(
+        ctx,
+        unfinished,
+        followers,
+        concurrency=ns.concurrency,
+        poll_s=ns.poll,
+        grace_s=ns.grace,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await worker.run(stop)
+
+    print(
+        f"worker {worker.owner}: up to {worker.concurrency} runs at once from "
+        f"{ctx.workspace.root} (SIGTERM or Ctrl-C stops it gracefully)",
+        file=sys.stderr,
+    )
+    event_loop.run(main())
+    views.close()
+    print(f"worker {worker.owner}: stopped after taking {worker.taken} run(s)", file=sys.stderr)
+    return EXIT_DONE
+
+
+def _count(raw: str) -> int:
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 5 and 1 <= int(text) <= 10_000):
+        raise argparse.ArgumentTypeError(f"'{raw[:40]}' is not a count from 1 to 10000")
+    return int(text)
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"'{raw[:40]}' is not a number of seconds (0-86400)")
+    return value
+
+
+def cmd_projections(ns: argparse.Namespace) -> int:
+    """`status`: each projection's position, the log's head, the lag between them.
+    `rebuild [NAME]`: empty one projection (or all) and replay the log into it."""
+    ctx = open_context(ns)
+    counts: dict[str, int] = {}
+    with Views.for_store(ctx.store, ctx.workspace.root) as views:
+        if ns.action == "rebuild":
+            names = [views.get(ns.name).name] if ns.name else views.names()
+            counts = {name: views.rebuild(name) for name in names}
+        elif ns.name:
+            raise BadInputError("projections status takes no name")
+        statuses = views.status()
+    if ns.action == "status":
+        statuses.extend(_analytics_status(ctx))
+    if ns.json:
+        emit_json([s.model_dump(mode="json") for s in statuses])
+    elif ns.action == "rebuild":
+        for s in statuses:
+            if s.name in counts:
+                events = f"{counts[s.name]} event" + ("" if counts[s.name] == 1 else "s")
+                print(f"rebuilt {s.name} from {events} (position {s.position})")
+    else:
+        print(f"{'projection':<12} {'position':>9} {'head':>9} {'lag':>9}")
+        for s in statuses:
+            print(f"{s.name:<12} {s.position:>9} {s.head:>9} {s.lag:>9}")
+    return EXIT_DONE
+
+
+def _analytics_status(ctx: Context) -> list[Any]:
+    """The DuckDB analytics projection beside the others, once it exists (it is created
+    by the first `controlroom analytics` or a server; never made here just to be listed)."""
+    from controlroom.projections.analytics import AnalyticsProjection, analytics_path
+
+    if not analytics_path(ctx.workspace.root).exists():
+        return []
+    with AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root) as analytics:
+        return [analytics.status()]
+
+
+def cmd_analytics(ns: argparse.Namespace) -> int:
+    """SQL, reports, a shell and Parquet exports over the DuckDB analytics projection."""
+    from controlroom.api.analytics_cli import run_analytics
+
+    ctx = open_context(ns)
+    return run_analytics(ctx, ns)
