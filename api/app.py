@@ -37,6 +37,7 @@ from controlroom.api.server import Server
 from controlroom.api.sse import log_stream, run_stream
 from controlroom.domain.errors import ControlRoomError, RunNotFoundError
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.run_events import RunOrigin
 from controlroom.engine.context import Context
 from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.service import RunRequest
@@ -82,6 +83,7 @@ async def start_run(request: Request) -> JSONResponse:
             session_id=body.session_id,
             description=body.task if body.recipe_id else None,
             is_recipe_id=body.recipe_id is not None,
+            origin=RunOrigin(kind="user", via="http"),
         )
     )
     status = run.status.value if _server(request).execute else "queued"

@@ -47,6 +47,7 @@ from controlroom.domain.packet_steps import ForEachItemCompleted
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.refs import task_context
 from controlroom.domain.run_events import (
+    UNKNOWN_USER,
     AgentMicroStepResponded,
     AgentReplyRejected,
     DodChecked,
@@ -61,6 +62,7 @@ from controlroom.domain.run_events import (
     RunClaimed,
     RunCompleted,
     RunFailed,
+    RunOrigin,
     RunReleased,
     RunResumed,
     RunRetried,
@@ -138,6 +140,7 @@ class Run(Aggregate):
         self.task = TaskSpec(description="")
         self.session_id = ""
         self.trace_id = ""
+        self.origin = UNKNOWN_USER
         self.owner = ""
         self.lease_expires_at: datetime | None = None
         self.error: str | None = None
@@ -177,6 +180,7 @@ class Run(Aggregate):
         routing: RoutingDecision | None,
         session_id: str,
         trace_id: str,
+        origin: RunOrigin | None = None,
     ) -> Run:
         run = cls(run_id)
         run._trigger(
@@ -190,6 +194,7 @@ class Run(Aggregate):
             session_id=session_id,
             trace_id=trace_id,
             total_steps=recipe.total_steps,
+            origin=origin,
         )
         run._start_next(at)
         return run
@@ -648,6 +653,7 @@ class Run(Aggregate):
         self.session_id = e.session_id
         self.trace_id = e.trace_id
         self.total_steps = e.total_steps
+        self.origin = e.origin or UNKNOWN_USER
 
     def _on_claimed(self, e: RunClaimed) -> None:
         self.owner = e.owner

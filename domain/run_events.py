@@ -24,6 +24,28 @@ class TaskSpec(_Value):
     plan_id: str | None = None
 
 
+class RunOrigin(_Value):
+    """Who or what started a run: a person (through the CLI or HTTP), a session plan's
+    task, a parent run's step, or a policy. A child run carries its root run, its depth
+    (the root is 0) and its parent's trace id, so nesting can be bounded and followed."""
+
+    kind: Literal["user", "plan_task", "parent_step", "policy"]
+    #: For a user: how the run was asked for (`cli`, `http`).
+    via: str | None = None
+    plan_id: str | None = None
+    task_id: int | None = None
+    parent_run_id: str | None = None
+    parent_instance_id: str | None = None
+    root_run_id: str | None = None
+    depth: int = 0
+    #: For a policy (and a plan task, which a policy starts): its name.
+    policy: str | None = None
+
+
+#: What a run written before origins were recorded is read as.
+UNKNOWN_USER = RunOrigin(kind="user")
+
+
 class RoutingDecision(_Value):
     """What the task router decided (appendix E), recorded when it starts work."""
 
@@ -69,6 +91,9 @@ class RunStarted(DomainEvent):
     session_id: str
     trace_id: str
     total_steps: int
+    #: Who or what started the run; None in events written before origins were recorded
+    #: (read as a user's).
+    origin: RunOrigin | None = None
 
 
 class StepStarted(DomainEvent):

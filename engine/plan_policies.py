@@ -22,6 +22,7 @@ from controlroom.domain.run_events import (
     RunCancelled,
     RunCompleted,
     RunFailed,
+    RunOrigin,
     TaskSpec,
 )
 from controlroom.engine.policies import Unit
@@ -60,6 +61,9 @@ class PlanRunsPolicy:
             ),
             session_id=plan.session_id,
             trace_id="tr_" + hashlib.sha256(event.run_id.encode()).hexdigest()[:24],
+            origin=RunOrigin(
+                kind="plan_task", plan_id=plan.id, task_id=task.task_id, policy=self.name
+            ),
         )
         unit.add(run)
 

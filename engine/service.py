@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
@@ -28,6 +28,7 @@ from controlroom.domain.run_events import (
     ModelAttemptFailed,
     ModelRequestRecorded,
     RoutingDecision,
+    RunOrigin,
     TaskSpec,
 )
 from controlroom.engine.context import Context
@@ -56,6 +57,8 @@ class RunRequest:
     description: str | None = None
     #: True when `task_or_recipe` must be a recipe id (never routed), as in POST /api/runs.
     is_recipe_id: bool = False
+    #: Who asks: recorded on `RunStarted` (a user through the CLI unless said otherwise).
+    origin: RunOrigin = field(default_factory=lambda: RunOrigin(kind="user", via="cli"))
 
 
 class RunService:
@@ -110,6 +113,7 @@ class RunService:
             routing=routing,
             session_id=request.session_id or self.ctx.ids.new("sess"),
             trace_id=self.ctx.ids.new("tr"),
+            origin=request.origin,
         )
         if owner:
             run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)

@@ -177,3 +177,16 @@ def test_a_run_killed_under_release_0_2_resumes_to_the_end(workspace: Path) -> N
     shown = json.loads(cli(workspace, "show", "run_c4cb57594073ed4b", "--json").stdout)
     assert shown["status"] in ("done", "failed") and shown["dod"]
     assert cli(workspace, "replay", "run_c4cb57594073ed4b", "--verify").returncode == 0
+
+
+def test_runs_started_before_origins_were_recorded_read_as_a_users(tmp_path: Path) -> None:
+    from controlroom.domain.run import Run
+    from controlroom.eventstore.store import EventStore
+
+    shutil.copy(RELEASE_0_2 / "events.sqlite", tmp_path / "legacy.sqlite")
+    store = EventStore.for_workspace(tmp_path, f"sqlite:///{tmp_path / 'legacy.sqlite'}")
+    try:
+        run = store.load(Run, "run_412820b39362eeaa")
+        assert run is not None and run.origin.kind == "user" and run.origin.via is None
+    finally:
+        store.close()

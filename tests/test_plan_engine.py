@@ -76,6 +76,13 @@ def test_a_plan_runs_in_dependency_order_and_waits_for_the_scoping_answer(ctx: C
         assert isinstance(started, RunStarted)
         assert started.task.plan_id == plan.id
         assert started.task.session_plan_task_id == task_id
+        origin = started.origin
+        assert origin is not None and origin.kind == "plan_task"
+        assert (origin.plan_id, origin.task_id, origin.policy) == (
+            plan.id,
+            task_id,
+            "policy.plan_runs",
+        )
 
 
 def test_a_task_whose_run_fails_keeps_its_dependants_blocked(ctx: Context) -> None:
