@@ -307,7 +307,7 @@ def test_failures_are_told_apart_by_kind() -> None:
 def test_every_run_records_who_started_it(workspace: Path) -> None:
     from controlroom.domain.run_events import RunOrigin, RunStarted
 
-    ctx, service, run = start(workspace, flaky_recipe("test_retry_once"))
+    ctx, _service, run = start(workspace, flaky_recipe("test_retry_once"))
     (started,) = events(ctx, run.id, RunStarted)
     assert started.origin == RunOrigin(kind="user", via="cli")
     assert run.origin.kind == "user"
