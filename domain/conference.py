@@ -18,6 +18,7 @@ from pydantic import Field
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.errors import BadInputError
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.model_calls import ModelCalled
 
 
 class RoundOpened(DomainEvent):
@@ -70,6 +71,9 @@ class AgentCallRecorded(DomainEvent):
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+    #: With a price table (None without one, and in events written before costs were kept).
+    cost_usd: float | None = None
+    attempts: int = 1
 
 
 class AgentAttemptFailed(DomainEvent):
@@ -183,6 +187,10 @@ class ConferenceRound(Aggregate):
 
     def record_call(self, at: datetime, **fields: Any) -> None:
         self._trigger(AgentCallRecorded, at, **fields)
+
+    def record_model_call(self, at: datetime, **fields: Any) -> None:
+        """A call of the Chief's (choosing the next tool): recorded like every model call."""
+        self._trigger(ModelCalled, at, **fields)
 
     def record_failed_attempt(self, at: datetime, **fields: Any) -> None:
         self._trigger(AgentAttemptFailed, at, **fields)

@@ -15,7 +15,7 @@ plan: the next task runs as soon as the run it needs has finished.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.model_calls import ModelCalled, model_called_fields
 from controlroom.domain.outcomes import AttemptFailure
 from controlroom.domain.plan_errors import PlanInputError, PlanStateError
 from controlroom.domain.plan_events import (
@@ -354,6 +355,15 @@ class SessionPlan(Aggregate):
                 message=failure.message,
                 will_retry=failure.will_retry,
                 retry_in_s=failure.retry_in_s,
+            )
+
+    def record_model_calls(
+        self, at: datetime, calls: Sequence[Mapping[str, Any]], task_id: int | None = None
+    ) -> None:
+        """The Chief's replies (each a model call paid for), planning or reviewing a task."""
+        for call in calls:
+            self._trigger(
+                ModelCalled, at, **{**model_called_fields(dict(call)), "task_id": task_id}
             )
 
     # -- queries ----------------------------------------------------------------------------

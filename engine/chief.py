@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,7 +30,13 @@ from controlroom.domain.plan_events import PlanTask
 from controlroom.domain.router import initial_args_from, route
 from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
-from controlroom.engine.model_call import CONTRACT_RETRIES, AttemptObserver, Retrying, stricter
+from controlroom.engine.model_call import (
+    CONTRACT_RETRIES,
+    AttemptObserver,
+    Retrying,
+    cost_of,
+    stricter,
+)
 from controlroom.models.port import ModelRequest
 from controlroom.prompts.contracts import check_reply
 from controlroom.tools.layout import detect_layout
@@ -83,12 +90,16 @@ class Proposal:
     tasks: list[PlanTask]
     summary: str
     chief: dict[str, Any] = field(default_factory=dict)
+    #: The Chief's calls that made it (`ModelCalled` fields), for the plan to record.
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Review:
     decision: str
     notes: str
+    #: The Chief's calls that made it (`ModelCalled` fields), for the plan to record.
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def workspace_scenes(ctx: Context) -> Scenes:
@@ -117,7 +128,7 @@ class Chief:
             for r in self.ctx.catalog.recipes()
             if r.task_patterns
         )
-        value, meta = await self._ask(
+        value, meta, calls = await self._ask(
             "decompose_intent",
             intent,
             {"workspace": scenes.describe(), "recipes": recipes},
@@ -126,19 +137,19 @@ class Chief:
         )
         tasks = self._checked(value, scenes)
         assert isinstance(tasks, list)
-        return Proposal(intent, tasks, str(value.get("summary", "")), meta)
+        return Proposal(intent, tasks, str(value.get("summary", "")), meta, calls)
 
     async def review(
         self, description: str, dod: str, result: str, report: AttemptObserver | None = None
     ) -> Review:
-        value, _ = await self._ask(
+        value, _, calls = await self._ask(
             "review_task",
             description,
             {"dod": dod or "(none stated)", "result": result},
             wanted="review",
             report=report,
         )
-        return Review(str(value["decision"]), str(value["notes"]))
+        return Review(str(value["decision"]), str(value["notes"]), calls)
 
     # -- placing the Chief's tasks ----------------------------------------------------------
 
@@ -292,7 +303,8 @@ class Chief:
         *,
         wanted: str = "plan",
         report: AttemptObserver | None = None,
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        """The Chief's answer, how it was made, and every call made for it."""
         ctx = self.ctx
         profile = ctx.agents.profile(CHIEF)
         rendered = ctx.prompts.render(prompt_type, profile.tier, task, slots)
@@ -313,8 +325,11 @@ class Chief:
             contract_name=contract.name,
         )
         calls = Retrying.for_agent(ctx, profile, "the Chief", report)
+        policy = ctx.agents.provider_config(profile.provider)
         errors: list[str] = []
+        made: list[dict[str, Any]] = []
         for attempt in range(1, CONTRACT_RETRIES + 2):
+            started, attempts_before = time.perf_counter(), calls.attempt
             try:
                 response, _ = await calls.reply(request)
             except ModelError as exc:
@@ -330,6 +345,22 @@ class Chief:
                     also_check(value)
                 except PlanInputError as exc:
                     errors = [f"$.{exc.field}: {exc}"]
+            # Every reply is a call that was paid for, accepted or not: kept for the log.
+            made.append(
+                {
+                    "purpose": wanted,
+                    "role": CHIEF,
+                    "prompt_type": prompt_type,
+                    "provider": profile.provider,
+                    "model": profile.model,
+                    "tier": profile.tier,
+                    "usage": response.usage,
+                    "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+                    "cost_usd": cost_of(policy.prices.get(profile.model), response.usage),
+                    "attempts": calls.attempt - attempts_before,
+                    "accepted": not errors,
+                }
+            )
             if not errors:
                 meta = {
                     "provider": profile.provider,
@@ -338,7 +369,7 @@ class Chief:
                     "attempts": attempt,
                     "prompt_hash": "sha256:" + sha256_text(rendered.text),
                 }
-                return value, meta
+                return value, meta, made
             request = replace(request, prompt=stricter(rendered.user, contract, errors))
         raise ChiefReplyError(CONTRACT_RETRIES + 1, errors, wanted)
 

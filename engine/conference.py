@@ -26,8 +26,9 @@ from controlroom.domain.conference import ConferenceRound
 from controlroom.domain.errors import BadInputError, ControlRoomError, ModelError, ToolError
 from controlroom.domain.evidence import Verdict, check_reply, sources_for
 from controlroom.domain.outcomes import AttemptFailure, AttemptReport
+from controlroom.domain.run_events import TokenUsage
 from controlroom.engine.context import Context
-from controlroom.engine.model_call import Retrying
+from controlroom.engine.model_call import Retrying, cost_of
 from controlroom.models.port import ModelRequest
 from controlroom.prompts.contracts import check_reply as check_contract
 
@@ -176,7 +177,7 @@ class ConferenceService:
             for name in allowed
             if name in self.ctx.tools.names()
         )
-        text, _ = await self._call(
+        text, call = await self._call(
             CHIEF,
             "conference_tools",
             conference.question,
@@ -185,6 +186,22 @@ class ConferenceService:
         rendered = self.ctx.prompts.contract_for("conference_tools")
         assert rendered is not None
         value, errors = check_contract(text, rendered)
+        conference.record_model_call(
+            self.ctx.clock.now(),
+            purpose="tool_choice",
+            role=CHIEF,
+            prompt_type="conference_tools",
+            provider=call["provider"],
+            model=call["model"],
+            tier=call["tier"],
+            usage=TokenUsage(
+                input_tokens=call["input_tokens"], output_tokens=call["output_tokens"]
+            ),
+            latency_ms=call["latency_ms"],
+            cost_usd=call["cost_usd"],
+            attempts=call["attempts"],
+            accepted=not errors,
+        )
         if errors and conference.require_tool and not conference.receipts:
             # Read as "no tool", the round would close without the tool it requires and be
             # refused as the user's fault (bad input): it is the agent's failure.
@@ -269,6 +286,7 @@ class ConferenceService:
         calls = Retrying.for_agent(self.ctx, profile, f"agent '{role}'", report)
         started = time.perf_counter()
         response, _ = await calls.reply(request)
+        price = self.ctx.agents.provider_config(profile.provider).prices.get(profile.model)
         return response.text, {
             "tier": profile.tier,
             "provider": profile.provider,
@@ -277,6 +295,8 @@ class ConferenceService:
             "input_tokens": response.usage.input_tokens,
             "output_tokens": response.usage.output_tokens,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+            "cost_usd": cost_of(price, response.usage),
+            "attempts": calls.attempt,
         }
 
     def _record_failed_attempts(self, conference: ConferenceRound) -> None:

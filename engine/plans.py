@@ -69,6 +69,7 @@ class PlanService:
             chief={**proposal.chief, "summary": proposal.summary},
             failed_attempts=failures,
         )
+        plan.record_model_calls(self.ctx.clock.now(), proposal.calls)
         self.ctx.store.save(plan)
         return plan
 
@@ -253,6 +254,7 @@ def _recording(
             return
         plan.record_chief_attempts(now, failures, task_id)
         if isinstance(outcome, Review):
+            plan.record_model_calls(now, outcome.calls, task_id)
             plan.review(
                 now,
                 task_id,

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 7
+LAYOUT: Final = 8
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -342,6 +342,19 @@ _AGENT = _shape(
     usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
     latency_ms=_D, cost_usd=_D, attempts=_I,
 )  # fmt: skip
+_CHIEF = _shape(
+    purpose=_V, role=_V, prompt_type=_V, provider=_V, model=_V, tier=_V,
+    usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
+    latency_ms=_D, cost_usd=_D, attempts=_I,
+)  # fmt: skip
+_ROLE = _shape(
+    role=_V, micro_step=_V, tier=_V, provider=_V, model=_V, input_tokens="BIGINT",
+    output_tokens="BIGINT", latency_ms=_D, cost_usd=_D, attempts=_I,
+)  # fmt: skip
+_ITEM = _shape(
+    step_id=_V, index=_I, total=_I, agent_id=_V, provider=_V, model=_V,
+    input_tokens="BIGINT", output_tokens="BIGINT", latency_ms=_D, attempts=_I,
+)  # fmt: skip
 _ATTEMPT = _shape(
     step_id=_V, attempt=_I, provider=_V, model=_V, kind=_V, status=_I, message=_V,
     will_retry=_B, retry_in_s=_D,
@@ -401,6 +414,26 @@ LOADS: Final = (
         j.usage.output_tokens, coalesce(j.usage.estimated, j.provider = 'offline'),
         j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
     {_rows(_AGENT, "AgentResponded", "AgentMicroStepResponded")}""",
+    # Every other model call is a row too: the Chief's (planning, reviewing, choosing a
+    # round's tools; `run_id` is then the plan's or the round's id, `step_id` the purpose),
+    # a conference role's, and a loop's items before its last (the step's own
+    # `AgentResponded` stands for its last item).
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, j.purpose, timestamp, j.role, j.role, j.provider, j.model,
+        j.tier, j.prompt_type, NULL, j.usage.input_tokens, j.usage.output_tokens,
+        coalesce(j.usage.estimated, j.provider = 'offline'), j.latency_ms, j.cost_usd,
+        coalesce(j.attempts, 1)
+    {_rows(_CHIEF, "ModelCalled")}""",
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, NULL, timestamp, j.role, j.role, j.provider, j.model,
+        j.tier, j.micro_step, NULL, j.input_tokens, j.output_tokens, j.provider = 'offline',
+        j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
+    {_rows(_ROLE, "AgentCallRecorded")}""",
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
+        j.model, NULL, NULL, NULL, j.input_tokens, j.output_tokens, j.provider = 'offline',
+        j.latency_ms, NULL, coalesce(j.attempts, 1)
+    FROM (SELECT * {_rows(_ITEM, "ForEachItemCompleted")}) WHERE j.index < j.total - 1""",
     f"""INSERT INTO model_attempts
     SELECT position, aggregate_id, j.step_id, timestamp, j.attempt, j.provider, j.model,
         j.kind, j.status, j.message, j.will_retry, j.retry_in_s
