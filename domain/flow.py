@@ -236,6 +236,21 @@ def is_default(decision: Decision, view: RunView) -> bool:
     return isinstance(linear, StepsDone)
 
 
+#: How many times one recipe step may be started in a run unless the flow's options say
+#: otherwise (`max_instances_per_step`, at most `MAX_INSTANCES_CAP`): a flow that keeps
+#: choosing a step stops there.
+MAX_INSTANCES_PER_STEP = 10
+MAX_INSTANCES_CAP = 100
+
+
+def instances_limit(recipe: Recipe) -> int:
+    """The recipe's bound on starts of one step (checked at load: a whole number 1-100)."""
+    limit = recipe.flow_options().get("max_instances_per_step", MAX_INSTANCES_PER_STEP)
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1:
+        return min(limit, MAX_INSTANCES_CAP)
+    return MAX_INSTANCES_PER_STEP
+
+
 def instance_id(step_id: str, times_started_before: int) -> str:
     """`draft` the first time, `draft#2` the second, ..."""
     return step_id if times_started_before == 0 else f"{step_id}#{times_started_before + 1}"

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
-from controlroom.domain.flow import FLOWS
+from controlroom.domain.flow import FLOWS, MAX_INSTANCES_CAP
 from controlroom.domain.recipe import (
     FileExists,
     Recipe,
@@ -70,6 +70,14 @@ def check_recipe(
 
     if not recipe.steps:
         problem("$", "recipe has no steps in phase_a or phase_b")
+    limit = recipe.flow_options().get("max_instances_per_step")
+    if limit is not None and (
+        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_INSTANCES_CAP
+    ):
+        problem(
+            "$.flow.options.max_instances_per_step",
+            f"must be a whole number from 1 to {MAX_INSTANCES_CAP}",
+        )
     if recipe.flow_name() not in FLOWS.names():
         problem(
             "$.flow" if isinstance(recipe.flow, str) else "$.flow.policy",

@@ -27,6 +27,7 @@ from controlroom.domain.flow import (
     StepFailure,
     flow_for,
     instance_id,
+    instances_limit,
     is_default,
 )
 from controlroom.domain.flow_events import FlowDecided
@@ -100,11 +101,6 @@ class RunStatus(StrEnum):
 
 
 FINISHED = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
-
-
-#: How many times one recipe step may be started in a run unless its flow's options say
-#: otherwise (`max_instances_per_step`): a flow that keeps choosing a step stops there.
-MAX_INSTANCES_PER_STEP = 10
 
 
 @dataclass(frozen=True)
@@ -576,9 +572,9 @@ class Run(Aggregate):
         if not 0 <= decision.index < len(view.recipe.steps):
             return FailRun(f"the flow chose step {decision.index}, which the recipe lacks")
         step_id = view.recipe.steps[decision.index].step_id
-        limit = view.options.get("max_instances_per_step", MAX_INSTANCES_PER_STEP)
+        limit = instances_limit(view.recipe)
         started = self.times_started.get(step_id, 0)
-        if isinstance(limit, int) and started >= limit:
+        if started >= limit:
             return FailRun(
                 f"the flow chose step '{step_id}' again after {started} runs of it; "
                 f"the limit is {limit} (flow option max_instances_per_step)",

@@ -312,3 +312,12 @@ def test_every_run_records_who_started_it(workspace: Path) -> None:
     assert started.origin == RunOrigin(kind="user", via="cli")
     assert run.origin.kind == "user"
     ctx.close()
+
+
+@pytest.mark.parametrize("limit", ["3", 0, 101, True])
+def test_a_flows_step_limit_must_be_a_whole_number_within_bounds(limit: Any) -> None:
+    recipe = flaky_recipe({"policy": "linear", "options": {"max_instances_per_step": limit}})
+    with pytest.raises(RecipeInvalidError) as raised:
+        validate_recipe(recipe, "flaky.json", ["flaky", "outline_analyzer"], [])
+    (problem,) = raised.value.problems
+    assert problem.json_path == "$.flow.options.max_instances_per_step"
