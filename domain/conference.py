@@ -18,7 +18,6 @@ from pydantic import Field
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.errors import BadInputError
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.model_calls import ModelCalled
 
 
 class RoundOpened(DomainEvent):
@@ -187,10 +186,6 @@ class ConferenceRound(Aggregate):
 
     def record_call(self, at: datetime, **fields: Any) -> None:
         self._trigger(AgentCallRecorded, at, **fields)
-
-    def record_model_call(self, at: datetime, **fields: Any) -> None:
-        """A call of the Chief's (choosing the next tool): recorded like every model call."""
-        self._trigger(ModelCalled, at, **fields)
 
     def record_failed_attempt(self, at: datetime, **fields: Any) -> None:
         self._trigger(AgentAttemptFailed, at, **fields)

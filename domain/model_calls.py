@@ -1,10 +1,10 @@
 """`ModelCalled`: a model answered a call made outside a recipe step.
 
 A recipe step's calls are recorded in its run (`AgentResponded`, `AgentMicroStepResponded`,
-a loop's `ForEachItemCompleted`), a conference role's in its round (`AgentCallRecorded`).
-The Chief's calls — planning, reviewing a task, choosing a conference's tools — are recorded
-with this event in the plan or round they served, so that every model call, and what it
-cost, is in the log once (the analytics `agent_calls` table reads them all).
+a loop's `ForEachItemCompleted`), a conference's in its round (`AgentCallRecorded`: the
+roles' and the Chief's tool choices). The Chief's calls for a plan — planning it, reviewing a
+task — are recorded with this event in the plan, so that every model call, and what it cost,
+is in the log once (the analytics `agent_calls` table reads them all).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from controlroom.domain.run_events import TokenUsage
 
 class ModelCalled(DomainEvent):
     type_name: ClassVar[str] = "ModelCalled"
-    #: What the call was for: `plan`, `review`, `tool_choice`.
+    #: What the call was for: `plan` or `review`.
     purpose: str
     role: str
     prompt_type: str

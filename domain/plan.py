@@ -140,6 +140,8 @@ class SessionPlan(Aggregate):
         self.reviews: dict[int, TaskReviewed] = {}
         self.review_failures: dict[int, list[TaskReviewFailed]] = {}
         self.abandoned_reviews: dict[int, TaskReviewAbandoned] = {}
+        #: The Chief's replies for this plan (planning, reviews), each a call paid for.
+        self.chief_calls: list[ModelCalled] = []
         self.chief_attempts: list[ChiefAttemptFailed] = []
         self.answers: dict[int, str] = {}
 
@@ -553,6 +555,7 @@ _APPLY: dict[type[DomainEvent], Any] = {
     TaskReviewFailed: lambda plan, e: plan.review_failures.setdefault(e.task_id, []).append(e),
     TaskReviewAbandoned: lambda plan, e: plan.abandoned_reviews.__setitem__(e.task_id, e),
     ChiefAttemptFailed: lambda plan, e: plan.chief_attempts.append(e),
+    ModelCalled: lambda plan, e: plan.chief_calls.append(e),
     PlanFinished: lambda plan, e: plan._set(PlanStatus(e.outcome)),
 }
 

@@ -26,7 +26,6 @@ from controlroom.domain.conference import ConferenceRound
 from controlroom.domain.errors import BadInputError, ControlRoomError, ModelError, ToolError
 from controlroom.domain.evidence import Verdict, check_reply, sources_for
 from controlroom.domain.outcomes import AttemptFailure, AttemptReport
-from controlroom.domain.run_events import TokenUsage
 from controlroom.engine.context import Context
 from controlroom.engine.model_call import Retrying, cost_of
 from controlroom.models.port import ModelRequest
@@ -186,22 +185,8 @@ class ConferenceService:
         rendered = self.ctx.prompts.contract_for("conference_tools")
         assert rendered is not None
         value, errors = check_contract(text, rendered)
-        conference.record_model_call(
-            self.ctx.clock.now(),
-            purpose="tool_choice",
-            role=CHIEF,
-            prompt_type="conference_tools",
-            provider=call["provider"],
-            model=call["model"],
-            tier=call["tier"],
-            usage=TokenUsage(
-                input_tokens=call["input_tokens"], output_tokens=call["output_tokens"]
-            ),
-            latency_ms=call["latency_ms"],
-            cost_usd=call["cost_usd"],
-            attempts=call["attempts"],
-            accepted=not errors,
-        )
+        # The Chief's call is the round's like a role's: on the record, with its cost.
+        conference.record_call(self.ctx.clock.now(), role=CHIEF, micro_step="tool_choice", **call)
         if errors and conference.require_tool and not conference.receipts:
             # Read as "no tool", the round would close without the tool it requires and be
             # refused as the user's fault (bad input): it is the agent's failure.

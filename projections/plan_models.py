@@ -36,6 +36,9 @@ class PlanTaskView(_View):
     packet: dict[str, Any] | None = None
     outcome_detail: str | None = None
     review: TaskReviewView | None = None
+    #: Failed attempts at the Chief's review so far, and why it was given up (if it was).
+    review_failures: int = 0
+    review_given_up: str | None = None
 
 
 class PlanSummary(_View):

@@ -26,7 +26,7 @@ _EVENT_COLUMNS = ("plan_id", "version", "type_name", "data")
 class PlansProjection(Projection):
     name: ClassVar[str] = "plans"
     topics: ClassVar[frozenset[str] | None] = PLAN_EVENT_TYPES
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3
     tables: ClassVar[tuple[str, ...]] = ("plans", "plan_events")
     schema: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS plans (
@@ -109,6 +109,12 @@ def plan_view(plan: SessionPlan, events: Sequence[DomainEvent]) -> dict[str, Any
                     if review
                     else None
                 ),
+                "review_failures": len(plan.review_failures.get(task_id, [])),
+                "review_given_up": (
+                    plan.abandoned_reviews[task_id].error
+                    if task_id in plan.abandoned_reviews
+                    else None
+                ),
             }
         )
     return {
@@ -181,7 +187,9 @@ def unreviewed_plans(conn: Db) -> list[str]:
         plan_id
         for plan_id, data in rows
         if any(
-            t["state"] in ("done", "failed") and t["review"] is None
+            t["state"] in ("done", "failed")
+            and t["review"] is None
+            and t.get("review_given_up") is None
             for t in orjson.loads(data)["tasks"]
         )
     ]

@@ -35,6 +35,7 @@ from controlroom.domain.plan_events import (
 from controlroom.engine.conference import ConferenceService, RoundRequest
 from controlroom.engine.context import Context
 from controlroom.engine.plans import PlanService
+from controlroom.projections.views import Views
 from tests.fake_llm import serve
 from tests.live import live_server
 from tests.test_cli_e2e import cli
@@ -292,6 +293,19 @@ def test_plan_start_with_a_failing_review_says_so_and_still_runs_the_next_task(
     # Each attempt is three replies (the contract's retries), none of them a review.
     assert server.count("task_review") == 2 * REVIEW_ATTEMPTS * 3
     assert shown.stdout.count(f"Chief review given up after {REVIEW_ATTEMPTS} attempt(s)") == 2
+    # The read side says so too (HTTP, the dashboard), and no longer lists the plan as
+    # waiting for reviews (the server would reload it on every pass).
+    ctx = Context.open(workspace)
+    try:
+        with Views.for_store(ctx.store, ctx.workspace.root) as views:
+            views.catch_up()
+            detail = views.plans.plan(plan_id)
+            assert views.plans.unreviewed() == []
+    finally:
+        ctx.close()
+    for task in detail.tasks:
+        assert task.review_failures == REVIEW_ATTEMPTS
+        assert task.review_given_up and "not a valid review" in task.review_given_up
 
 
 # -- conference rounds --------------------------------------------------------------------------

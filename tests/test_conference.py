@@ -156,7 +156,11 @@ def test_t1_agents_make_three_recorded_calls_and_order_of_finishing_changes_noth
             calls = [e for e in ctx.store.stream(conference.id) if isinstance(e, AgentCallRecorded)]
         finally:
             ctx.close()
-        assert [(c.role, c.micro_step) for c in calls] == [
+        # The Chief's tool choices come first, on the record like every call.
+        chief = [c for c in calls if c.role == "chief"]
+        assert chief and {c.micro_step for c in chief} == {"tool_choice"}
+        assert calls[: len(chief)] == chief
+        assert [(c.role, c.micro_step) for c in calls[len(chief) :]] == [
             ("continuity", "triage"), ("continuity", "finding"), ("continuity", "evidence"),
             ("critic", "triage"), ("critic", "finding"), ("critic", "evidence"),
         ]  # fmt: skip
