@@ -7,10 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
+from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.events import DomainEvent
 from controlroom.domain.issue import IssueOpened
 from controlroom.engine.context import Context
 
@@ -165,3 +169,52 @@ def test_reads_over_http_record_nothing_and_wait_for_the_policies(workspace: Pat
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         listed = client.get("/api/issues").json()
     assert [i["kind"] for i in listed] == ["dod_failure"]
+
+
+class _Noted(DomainEvent):
+    """An event no policy follows."""
+
+    type_name: ClassVar[str] = "TestNoted"
+    n: int
+
+
+class _Notebook(Aggregate):
+    def note(self, at: datetime, n: int) -> None:
+        self._trigger(_Noted, at, n=n)
+
+    def apply(self, event: DomainEvent) -> None:
+        pass
+
+
+def test_a_policy_that_finds_nothing_moves_to_the_head_and_does_not_read_it_again(
+    tmp_path: Path,
+) -> None:
+    """Reads cost what is new, not the whole history: a long stretch of events no policy
+    follows is read once, and the positions move past it."""
+    from controlroom.engine.policies import SKIP_AHEAD, PolicyRunner, bundled_policies
+    from controlroom.eventstore.store import EventStore
+
+    store = EventStore.for_workspace(tmp_path, f"sqlite:///{tmp_path / 'events.sqlite'}")
+    try:
+        at = datetime(2026, 11, 26, tzinfo=UTC)
+        book = _Notebook("book_1")
+        for n in range(SKIP_AHEAD + 100):
+            book.note(at, n)
+        store.save(book)
+        runner = PolicyRunner(store, bundled_policies())
+        assert runner.catch_up() == 0
+        head = store.max_position()
+        assert {position for _, position in runner.status()} == {head}
+        reads: list[int] = []
+        select = store.recorder.select_notifications
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            found = select(*args, **kwargs)
+            reads.append(len(found))
+            return found
+
+        store.recorder.select_notifications = counted  # type: ignore[method-assign]
+        assert runner.catch_up() == 0
+        assert reads == []  # at the head: nothing read at all
+    finally:
+        store.close()
