@@ -27,6 +27,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from controlroom.api.audit_args import add_parser, add_trust_arguments
 from controlroom.domain.errors import BadInputError
 from controlroom.engine.context import Context
 from controlroom.eventstore.store import EventStore
@@ -41,31 +42,9 @@ CHECKPOINT_DIR = "checkpoints"
 TRUSTED_KEY_NAME = "checkpoint-key.pub"
 #: How many streams a report names one by one.
 LISTED = 10
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "audit", parents=[common], help="signed checkpoints of the log; verify against one"
-    )
-    p.add_argument("action", choices=["checkpoint", "verify", "keygen", "export-key"])
-    p.add_argument("--out", help="checkpoint/keygen/export-key: the file to write")
-    p.add_argument("--checkpoint", metavar="FILE", help="verify: the checkpoint to prove against")
-    add_trust_arguments(p)
-    return p
-
-
-def add_trust_arguments(p: argparse.ArgumentParser) -> None:
-    """The key a checkpoint must be signed with (`audit verify`, `replay --checkpoint`)."""
-    p.add_argument(
-        "--public-key",
-        metavar="FILE",
-        help="with a checkpoint: the PEM public key you trust (audit export-key writes it)",
-    )
-    p.add_argument(
-        "--key-fingerprint",
-        metavar="SHA256:…",
-        help="with a checkpoint: the fingerprint of the key you trust",
-    )
+# The command's arguments live apart (`audit_args`), so building the CLI's parser does not
+# import the cryptography this module needs.
+__all__ = ["add_parser", "add_trust_arguments"]
 
 
 def signing_key(ctx: Context) -> Ed25519PrivateKey:

@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalog_cli.add_recipes(sub, common)
     inspect_cli.add_replay(sub, common)
 
-    from controlroom.api.audit_cli import add_parser as add_audit_parser
+    from controlroom.api.audit_args import add_parser as add_audit_parser
 
     add_audit_parser(sub, common).set_defaults(func=cmd_audit)
 

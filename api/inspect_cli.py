@@ -84,7 +84,7 @@ def add_replay(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="with --verify: prove the run against a signed checkpoint (audit checkpoint)",
     )
-    from controlroom.api.audit_cli import add_trust_arguments
+    from controlroom.api.audit_args import add_trust_arguments
 
     add_trust_arguments(p)
     p.set_defaults(func=cmd_replay)

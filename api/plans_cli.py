@@ -31,7 +31,6 @@ from controlroom.domain.plan import PlanStatus, SessionPlan
 from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
-from controlroom.engine.plans import PlanService
 from controlroom.projections.plan_models import PlanDetail
 from controlroom.projections.views import Views
 
@@ -86,6 +85,8 @@ READ_ACTIONS = frozenset({"show", "list", "export"})
 
 
 def run_plan_command(ctx: Context, ns: argparse.Namespace) -> int:
+    from controlroom.engine.plans import PlanService  # the Chief and the tools: not for --help
+
     service = PlanService(ctx)
     action = ns.action
     if action == "list":
