@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from controlroom.api.cli_common import read_views
+from controlroom.api.cli_common import EXIT_INTERRUPTED, read_views
 from controlroom.domain.conference import ConferenceRound
 from controlroom.domain.errors import BadInputError
+from controlroom.domain.run import RunStatus
 from controlroom.engine import event_loop
 from controlroom.engine.conference import ConferenceService, RoundRequest
+from controlroom.engine.conference_step import RECIPE_ID
 from controlroom.engine.context import Context
+from controlroom.engine.ports import process_owner
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.store import Positioned
 from controlroom.projections.conference_models import RoundDetail
 
 DEFAULT_ROLES = "continuity,critic,planner,writer,editor"
@@ -57,9 +63,42 @@ def run_conference(ctx: Context, ns: argparse.Namespace) -> int:
         allowed_tools=_names(ns.allow_tools, "--allow-tools", empty_ok=True),
         require_tool=ns.require_tool,
     )
-    printer = None if ns.json else _Printer()
-    conference = event_loop.run(ConferenceService(ctx, printer).run(request))
-    return _show(ctx, conference.id, ns, live=printer is not None)
+    # The round is a run (recipe `conference_round`), executed here like `controlroom run`:
+    # resumable with `controlroom resume` after a crash, followed like any run.
+    ConferenceService(ctx).check(request)  # bad input: refused before anything is recorded
+    round_id = ctx.ids.new("conf")
+    service = RunService(ctx)
+    run = service.start(
+        RunRequest(
+            RECIPE_ID,
+            {
+                "roles": list(request.roles),
+                "allowed_tools": list(request.allowed_tools),
+                "require_tool": request.require_tool,
+                "round_id": round_id,
+            },
+            description=request.question,
+            is_recipe_id=True,
+        ),
+        owner=process_owner(),
+    )
+    printer = None if ns.json else _Printer(ctx, round_id)
+    if printer is not None:
+        ctx.store.observe(printer)
+    try:
+        run = event_loop.run(service.execute(run))
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: round {round_id} goes on with `controlroom resume {run.id}`",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        if printer is not None:
+            ctx.store.unobserve(printer)
+    if run.status != RunStatus.DONE and run.error:
+        print(f"controlroom: error: {run.error}", file=sys.stderr)
+    return _show(ctx, round_id, ns, live=printer is not None)
 
 
 def _names(raw: str, flag: str, *, empty_ok: bool = False) -> list[str]:
@@ -72,14 +111,24 @@ def _names(raw: str, flag: str, *, empty_ok: bool = False) -> list[str]:
 
 
 class _Printer:
-    """Live lines on stderr as the round is recorded."""
+    """Live lines on stderr as the round is recorded (a store observer: it hears every
+    commit, and reads the round when one of them is the round's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ctx: Context, round_id: str) -> None:
+        self.ctx, self.round_id = ctx, round_id
         self.receipts = 0
         self.refused = 0
         self.failed = 0
+        self.interpreting = False
 
-    def __call__(self, conference: ConferenceRound) -> None:
+    def __call__(self, *, committed: Sequence[Positioned], **future: object) -> None:
+        if not any(item.event.originator_id == self.round_id for item in committed):
+            return
+        conference = self.ctx.store.load(ConferenceRound, self.round_id)
+        if conference is not None:
+            self.show(conference)
+
+    def show(self, conference: ConferenceRound) -> None:
         for receipt in list(conference.receipts.values())[self.receipts :]:
             first = receipt.summary.splitlines()[0] if receipt.summary else ""
             print(f"  ✓ {receipt.tool} {receipt.receipt_id}: {first[:100]}", file=sys.stderr)
@@ -94,7 +143,9 @@ class _Printer:
             conference.evidence is not None
             and conference.status == "open"
             and not conference.replies
+            and not self.interpreting
         ):
+            self.interpreting = True
             print(f"  … {len(conference.roles)} role(s) interpreting at once", file=sys.stderr)
 
 

@@ -13,14 +13,15 @@ from starlette.routing import Route
 
 from controlroom.api.bodies import read_body
 from controlroom.api.conference_cli import DEFAULT_ROLES
-from controlroom.api.errors import HttpError
 from controlroom.api.history import stream_page
 from controlroom.api.limits import MAX_ID, MAX_ROLES, MAX_TOOLS, Text
 from controlroom.api.server import Server
 from controlroom.api.sse import follow, resume_position, stream
 from controlroom.domain.conference import RoundClosed, RoundFailed
-from controlroom.domain.errors import ModelCallError, ModelError
+from controlroom.domain.run_events import RunOrigin
 from controlroom.engine.conference import ConferenceService, RoundRequest
+from controlroom.engine.conference_step import RECIPE_ID
+from controlroom.engine.service import RunRequest
 from controlroom.eventstore.store import Positioned
 
 _ENDS = (RoundClosed, RoundFailed)
@@ -64,21 +65,37 @@ def _detail(request: Request, round_id: str) -> JSONResponse:
 
 
 async def start_round(request: Request) -> JSONResponse:
+    """Start a round and answer at once (202): the round is a run of the `conference_round`
+    recipe, executed by this server's executor (or a worker, under `serve --no-execute`),
+    resumable like any run. It is opened here, so `GET /api/conferences/{round_id}` and its
+    live feed work from the first moment; a bad request (an unknown tool, a role that cannot
+    be served) is a 400 before anything is recorded."""
     body = await read_body(request, StartRoundBody)
     server = _server(request)
-    try:
-        conference = await ConferenceService(server.ctx).run(
-            RoundRequest(body.question, body.roles, body.allowed_tools, body.require_tool)
+    wanted = RoundRequest(body.question, body.roles, body.allowed_tools, body.require_tool)
+    service = ConferenceService(server.ctx)
+    round_id = server.ctx.ids.new("conf")
+    conference = await run_in_threadpool(service.open, wanted, round_id)
+    await run_in_threadpool(server.ctx.store.save, conference)
+    run = await server.start_run(
+        RunRequest(
+            RECIPE_ID,
+            {
+                "roles": list(wanted.roles),
+                "allowed_tools": list(wanted.allowed_tools),
+                "require_tool": wanted.require_tool,
+                "round_id": round_id,
+            },
+            description=wanted.question,
+            is_recipe_id=True,
+            origin=RunOrigin(kind="user", via="http"),
         )
-    except ModelError as exc:
-        # The Chief's model failed the round (its server, after the engine's retries, or its
-        # replies): a bad gateway. The round is recorded as failed, with every attempt.
-        transport = isinstance(exc.__cause__, ModelCallError)
-        code = "model_unavailable" if transport else "model_failed"
-        raise HttpError(502, code, str(exc)) from exc
-    response = await run_in_threadpool(_detail, request, conference.id)
-    response.status_code = 201
-    return response
+    )
+    status = run.status.value if server.execute else "queued"
+    return JSONResponse(
+        {"round_id": round_id, "run_id": run.id, "status": "open", "run_status": status},
+        status_code=202,
+    )
 
 
 def list_rounds(request: Request) -> JSONResponse:

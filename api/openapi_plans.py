@@ -81,8 +81,23 @@ def conference_paths(models: Any) -> dict[str, Any]:
     return {
         "/api/conferences": {
             "post": o._op(
-                "Run a conference round: tools gather evidence, every role interprets it",
-                {"201": o._json(detail, "the round's transcript")},
+                "Start a conference round (a run of the conference_round recipe): tools "
+                "gather evidence, every role interprets it; answers at once",
+                {
+                    "202": o._json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "round_id": {"type": "string"},
+                                "run_id": {"type": "string"},
+                                "status": {"type": "string"},
+                                "run_status": {"type": "string"},
+                            },
+                            "required": ["round_id", "run_id", "status", "run_status"],
+                        },
+                        "the round, opened; follow it at /api/conferences/{round_id}/events",
+                    )
+                },
                 400,
                 413,
                 requestBody=o._body("StartRoundBody"),

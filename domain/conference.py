@@ -47,6 +47,9 @@ class EvidenceReceipt(DomainEvent):
     summary: str
     output_sha256: str
     duration_ms: float
+    #: The start of the output as the Chief was shown it: a resumed round shows it again.
+    #: None in events written before rounds could resume.
+    shown: str | None = None
 
 
 class EvidenceClosed(DomainEvent):
@@ -138,6 +141,7 @@ class ConferenceRound(Aggregate):
         self.calls: list[AgentCallRecorded] = []
         self.failed_attempts: list[AgentAttemptFailed] = []
         self.status = "open"
+        self.error: str | None = None
         self.issue_id: str | None = None
 
     @classmethod
@@ -194,20 +198,34 @@ class ConferenceRound(Aggregate):
         """Every role's reply with its verdict, in role order (not completion order)."""
         for role in self.roles:
             text, verdict = verdicts[role]
-            if verdict.accepted:
-                self._trigger(
-                    ReplyAccepted,
-                    at,
-                    role=role,
-                    text=text,
-                    abstained=verdict.abstained,
-                    citations=[
-                        {"kind": c.kind, "ref": c.ref, "quote": c.quote} for c in verdict.citations
-                    ],
-                )
-            else:
-                self._trigger(ReplyRejected, at, role=role, text=text, reason=verdict.reason)
-        self._trigger(RepliesCollected, at)
+            self.record_reply(at, role, text, verdict)
+        self.collect(at)
+
+    def record_reply(self, at: datetime, role: str, text: str, verdict: Any) -> None:
+        """One role's reply with its verdict, recorded as soon as it is in: a round resumed
+        after a crash asks only the roles that had not answered."""
+        if role in self.replies:
+            return
+        if role not in self.roles:
+            raise BadInputError(f"'{role}' is not a role of this round")
+        if verdict.accepted:
+            self._trigger(
+                ReplyAccepted,
+                at,
+                role=role,
+                text=text,
+                abstained=verdict.abstained,
+                citations=[
+                    {"kind": c.kind, "ref": c.ref, "quote": c.quote} for c in verdict.citations
+                ],
+            )
+        else:
+            self._trigger(ReplyRejected, at, role=role, text=text, reason=verdict.reason)
+
+    def collect(self, at: datetime) -> None:
+        """Every role has replied: the round is ready to close."""
+        if self.status == "open" and all(role in self.replies for role in self.roles):
+            self._trigger(RepliesCollected, at)
 
     def fail(self, at: datetime, reason: str) -> None:
         if self.status == "open":
@@ -255,7 +273,7 @@ class ConferenceRound(Aggregate):
         elif isinstance(event, RepliesCollected):
             self.status = "collected"
         elif isinstance(event, RoundFailed):
-            self.status = "failed"
+            self.status, self.error = "failed", event.reason
         elif isinstance(event, RoundClosed):
             self.status, self.issue_id = "closed", event.issue_id
 

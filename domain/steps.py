@@ -159,6 +159,20 @@ class WriteFileStep(StepSpec):
         return [f"$ref:{self.path.ref}" if isinstance(self.path, Ref) else self.path]
 
 
+class ConferenceStep(StepSpec):
+    """A conference round as a step (`engine/conference_step.py`): the Chief gathers
+    evidence with tools, every role interprets it at once, each reply checked for
+    grounding. The question is the run's task; `roles`, `allowed_tools`, `require_tool`
+    (and the round's id, `round_id`, when the caller chose it) are the task's args. The
+    round keeps its own record (the `ConferenceRound` aggregate); the slot holds its id,
+    status and replies."""
+
+    kind: Literal["conference"] = "conference"
+
+    def actor(self) -> str:
+        return "conference"
+
+
 class StepKinds:
     """The registry of step kinds; listeners rebuild what depends on the set (the recipe
     model's union)."""
@@ -198,6 +212,7 @@ class StepKinds:
 
 STEP_KINDS = StepKinds()
 STEP_KINDS.register(ToolStep)
+STEP_KINDS.register(ConferenceStep)
 STEP_KINDS.register(AgentStep)
 STEP_KINDS.register(WriteFileStep)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlroom.domain.canonical import sha256_json
-from controlroom.domain.conference import ConferenceRound
+from controlroom.domain.conference import ConferenceRound, EvidenceReceipt
 from controlroom.domain.errors import BadInputError, ControlRoomError, ModelError, ToolError
 from controlroom.domain.evidence import Verdict, check_reply, sources_for
 from controlroom.domain.outcomes import AttemptFailure, AttemptReport
@@ -64,7 +64,8 @@ class ConferenceService:
         #: in the round at its next save: (role, prompt type, failure).
         self._failed: list[tuple[str, str, AttemptFailure]] = []
 
-    async def run(self, request: RoundRequest) -> ConferenceRound:
+    def check(self, request: RoundRequest) -> None:
+        """Refuse a round that cannot run (bad input), before anything is recorded."""
         unknown = sorted(set(request.allowed_tools) - set(self.ctx.tools.names()))
         if unknown:
             raise BadInputError(
@@ -72,8 +73,12 @@ class ConferenceService:
                 f"{', '.join(self.ctx.tools.names())}"
             )
         self.ctx.agents.check([CHIEF, *request.roles])  # every role's model, before anything
-        conference = ConferenceRound.open(
-            self.ctx.ids.new("conf"),
+
+    def open(self, request: RoundRequest, round_id: str | None = None) -> ConferenceRound:
+        """The round, opened (its events not yet saved)."""
+        self.check(request)
+        return ConferenceRound.open(
+            round_id or self.ctx.ids.new("conf"),
             self.ctx.clock.now(),
             question=request.question,
             roles=list(request.roles),
@@ -81,21 +86,42 @@ class ConferenceService:
             require_tool=request.require_tool,
             session_id=self.ctx.ids.new("sess"),
         )
-        await self._save(conference)
+
+    async def run(self, request: RoundRequest, round_id: str | None = None) -> ConferenceRound:
+        """Run the round to its replies. With `round_id`, a round already recorded under it
+        goes on from where it stands: its evidence is not gathered again once closed, and
+        only the roles that have not replied are asked (a resumed run asks no model twice
+        for what was recorded)."""
+        found = self.ctx.store.load(ConferenceRound, round_id) if round_id else None
+        if found is None:
+            conference = self.open(request, round_id)
+            await self._save(conference)
+        else:
+            conference = found
+            self.check(request)
+            if conference.status != "open":
+                return conference
         try:
-            await self._gather_evidence(conference)
-            replies = await asyncio.gather(
-                *(self._interpret(conference, r) for r in conference.roles)
-            )
+            if conference.evidence is None:
+                await self._gather_evidence(conference)
+            pending = [role for role in conference.roles if role not in conference.replies]
+            saving = asyncio.Lock()
+            await asyncio.gather(*(self._answer(conference, role, saving) for role in pending))
         except ControlRoomError as exc:
             self._record_failed_attempts(conference)
             conference.fail(self.ctx.clock.now(), str(exc))
             await self._save(conference)
             raise
-        now = self.ctx.clock.now()
-        self._record_failed_attempts(conference)
-        verdicts: dict[str, tuple[str, Verdict]] = {}
-        for role, reply in zip(conference.roles, replies, strict=True):
+        conference.collect(self.ctx.clock.now())
+        await self._save(conference)
+        return conference
+
+    async def _answer(self, conference: ConferenceRound, role: str, saving: asyncio.Lock) -> None:
+        """One role's turn, recorded (its calls, its reply and verdict) as soon as it ends."""
+        reply = await self._interpret(conference, role)
+        async with saving:
+            now = self.ctx.clock.now()
+            self._record_failed_attempts(conference)
             for call in reply.calls:
                 conference.record_call(now, role=role, **call)
             verdict = (
@@ -103,16 +129,16 @@ class ConferenceService:
                 if reply.failure
                 else self._verdict(conference, role, reply.text)
             )
-            verdicts[role] = (reply.text, verdict)
-        conference.record_replies(now, verdicts)
-        await self._save(conference)
-        return conference
+            conference.record_reply(now, role, reply.text, verdict)
+            await self._save(conference)
 
     # -- phase 1 ----------------------------------------------------------------------------
 
     async def _gather_evidence(self, conference: ConferenceRound) -> None:
-        history: list[str] = []
-        calls = 0
+        # A resumed round goes on from the receipts it recorded (their outputs are not kept
+        # in the round: their summaries stand for them).
+        history = [_history_line(r) for r in conference.receipts.values()]
+        calls = len(history) + len(conference.refused)
         asked_for_tool = 0
         while calls < MAX_TOOL_CALLS + 2:
             calls += 1
@@ -149,6 +175,7 @@ class ConferenceService:
                 await self._save(conference)
                 continue
             receipt_id = self.ctx.ids.new("rcpt")
+            output = json.dumps(result.output, ensure_ascii=False)[:MAX_RECEIPT_TEXT]
             conference.record_receipt(
                 now,
                 receipt_id=receipt_id,
@@ -157,10 +184,10 @@ class ConferenceService:
                 summary=result.summary,
                 output_sha256=sha256_json(result.output),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                shown=output,
             )
             await self._save(conference)
-            output = json.dumps(result.output, ensure_ascii=False)[:MAX_RECEIPT_TEXT]
-            history.append(f"[receipt_id: {receipt_id}] {tool}: {result.summary}\noutput: {output}")
+            history.append(_history_line(conference.receipts[receipt_id]))
             if len(conference.receipts) >= MAX_TOOL_CALLS:
                 break
         conference.close_evidence(self.ctx.clock.now(), evidence_text(conference), calls)
@@ -308,6 +335,12 @@ class ConferenceService:
         await asyncio.to_thread(self.ctx.store.save, conference)
         if self.on_change is not None:
             self.on_change(conference)
+
+
+def _history_line(receipt: EvidenceReceipt) -> str:
+    """What the Chief is shown of one receipt when it chooses the next tool."""
+    line = f"[receipt_id: {receipt.receipt_id}] {receipt.tool}: {receipt.summary}"
+    return line if receipt.shown is None else f"{line}\noutput: {receipt.shown}"
 
 
 def evidence_text(conference: ConferenceRound) -> str:

@@ -133,3 +133,12 @@ def _register_packet_kinds() -> None:
 
 
 _register_packet_kinds()
+
+
+def _register_conference() -> None:
+    from controlroom.engine.conference_step import perform_conference
+
+    PERFORMERS.register("conference", perform_conference)
+
+
+_register_conference()

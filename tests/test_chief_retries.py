@@ -334,14 +334,26 @@ def test_a_conference_role_rate_limited_once_answers_on_the_retry(workspace: Pat
     assert isinstance(conference, ConferenceRound)
 
 
-def test_a_conference_whose_chief_server_keeps_failing_answers_502(workspace: Path) -> None:
+def test_a_conference_whose_chief_server_keeps_failing_fails_its_round_and_run(
+    workspace: Path,
+) -> None:
+    from tests.live import read_sse
+
     server = ChiefServer(tool_choice=["500"])
-    with remote(workspace, server), live_server(workspace) as base:
-        answer = httpx.post(
-            f"{base}/api/conferences",
-            json={"question": "Is Kael consistent?", "roles": ["critic"]},
-            timeout=30,
+    with (
+        remote(workspace, server),
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+    ):
+        answer = client.post(
+            "/api/conferences", json={"question": "Is Kael consistent?", "roles": ["critic"]}
         )
-    assert answer.status_code == 502, answer.text
-    assert answer.json()["error"]["code"] == "model_unavailable"
-    assert server.count("tool_choice") == CALLS_PER_ATTEMPT
+        assert answer.status_code == 202, answer.text  # answered at once: the round is a run
+        begun = answer.json()
+        messages = read_sse(client, f"/api/conferences/{begun['round_id']}/events")
+        assert messages[-1]["event"] == "RoundFailed"
+        detail = client.get(f"/api/conferences/{begun['round_id']}").json()
+        run = client.get(f"/api/runs/{begun['run_id']}").json()
+    assert detail["status"] == "failed" and "500" in detail["error"]
+    assert run["status"] == "failed" and "500" in run["error"]
+    assert server.count("tool_choice") == CALLS_PER_ATTEMPT  # the engine's retries, bounded
