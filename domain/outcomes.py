@@ -332,6 +332,19 @@ class AttemptFailure:
     retry_in_s: float
     request: RecordedRequest | None = None
 
+    def fields(self) -> dict[str, Any]:
+        """What every failed-attempt event records of it (in a run, a plan or a round)."""
+        return {
+            "attempt": self.attempt,
+            "provider": self.provider,
+            "model": self.model,
+            "kind": self.kind,
+            "status": self.status,
+            "message": self.message,
+            "will_retry": self.will_retry,
+            "retry_in_s": self.retry_in_s,
+        }
+
 
 @dataclass(frozen=True)
 class ReplyRejection:

@@ -345,19 +345,7 @@ class SessionPlan(Aggregate):
     ) -> None:
         """The Chief's failed model calls (transport faults), planning or reviewing a task."""
         for failure in failures:
-            self._trigger(
-                ChiefAttemptFailed,
-                at,
-                task_id=task_id,
-                attempt=failure.attempt,
-                provider=failure.provider,
-                model=failure.model,
-                kind=failure.kind,
-                status=failure.status,
-                message=failure.message,
-                will_retry=failure.will_retry,
-                retry_in_s=failure.retry_in_s,
-            )
+            self._trigger(ChiefAttemptFailed, at, task_id=task_id, **failure.fields())
 
     def record_model_calls(
         self, at: datetime, calls: Sequence[Mapping[str, Any]], task_id: int | None = None

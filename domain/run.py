@@ -334,15 +334,8 @@ class Run(Aggregate):
             ModelAttemptFailed,
             at,
             step_id=current.step.step_id,
-            attempt=failure.attempt,
-            provider=failure.provider,
-            model=failure.model,
-            kind=failure.kind,
-            status=failure.status,
-            message=failure.message,
-            will_retry=failure.will_retry,
-            retry_in_s=failure.retry_in_s,
             request_ref=failure.request.ref if failure.request else None,
+            **failure.fields(),
         )
 
     def record_within_step(self, at: datetime, events: list[EventSpec]) -> None:

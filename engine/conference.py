@@ -315,19 +315,7 @@ class ConferenceService:
         failed, self._failed = self._failed, []
         now = self.ctx.clock.now()
         for role, prompt_type, f in failed:
-            conference.record_failed_attempt(
-                now,
-                role=role,
-                prompt_type=prompt_type,
-                attempt=f.attempt,
-                provider=f.provider,
-                model=f.model,
-                kind=f.kind,
-                status=f.status,
-                message=f.message,
-                will_retry=f.will_retry,
-                retry_in_s=f.retry_in_s,
-            )
+            conference.record_failed_attempt(now, role=role, prompt_type=prompt_type, **f.fields())
 
     async def _save(self, conference: ConferenceRound) -> None:
         self._record_failed_attempts(conference)
