@@ -7,7 +7,6 @@ after `Last-Event-ID`, and ends with the plan's `PlanFinished`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -161,15 +160,6 @@ async def plan_events(request: Request) -> Any:
 def _finishes_after(server: Server, plan: SessionPlan, after: int) -> bool:
     page = stream_page(server.ctx.store, plan.id, after)
     return any(isinstance(item.event, PlanFinished) for item in page)
-
-
-async def review_finished_tasks(server: Server) -> None:
-    """The Chief reviews the tasks that finished since it last looked, and asks again the
-    failed reviews whose wait is over (the server's loop; the plan bounds the attempts)."""
-    views = server.views
-    service = PlanService(server.ctx)
-    for plan_id in await asyncio.to_thread(views.plans.unreviewed):
-        await service.review_finished(plan_id)
 
 
 ROUTES = [

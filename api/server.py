@@ -17,6 +17,7 @@ from controlroom.domain.run import Run
 from controlroom.engine.context import Context
 from controlroom.engine.executor import Executor
 from controlroom.engine.followers import Followers
+from controlroom.engine.reviews import start_due_reviews
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.store import Positioned
 from controlroom.projections.analytics import AnalyticsProjection
@@ -46,9 +47,6 @@ class Server:
         #: False with `serve --no-execute`: runs are queued for workers, never run here.
         self.execute = execute
         self._follower_task: asyncio.Task[None] | None = None
-        #: The Chief's reviews of finished plan tasks, beside the catch-up loop: a review
-        #: waiting on a slow or retried model call never holds up policies and views.
-        self._review_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscription: Subscription[Any] | None = None
         #: The log's position the catch-up loop has followed to (policies and views).
@@ -127,7 +125,7 @@ class Server:
         self.ctx.store.unobserve(self._on_commit)
         await self.hub.stop()
         await self.executor.stop()
-        for task in (self._follower_task, self._review_task):
+        for task in (self._follower_task,):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -149,7 +147,7 @@ class Server:
             try:
                 # Off the loop: policies and projections write SQLite.
                 await asyncio.to_thread(self._follow_once)
-                self._review_finished_tasks()
+                await self._start_due_reviews()
                 await asyncio.to_thread(self.analytics.catch_up, wait=False)
             except Exception:  # keep serving; the next pass retries from the tracked positions
                 log.exception("catch-up failed")
@@ -158,18 +156,15 @@ class Server:
             await asyncio.sleep(PROJECTION_INTERVAL_S)
             await self.notifier.wait(seen)
 
-    def _review_finished_tasks(self) -> None:
-        """Start the Chief's reviews of finished plan tasks, unless a pass is under way.
-        Each review is bounded by its plan (a few attempts, with waits between, then given
-        up), so this pass, made again and again, never asks the Chief without end."""
-        if self._review_task is not None and not self._review_task.done():
+    async def _start_due_reviews(self) -> None:
+        """The Chief's due reviews of finished plan tasks start as runs (once per attempt,
+        the plan bounding the attempts), executed here like any run, or by a worker under
+        `--no-execute`."""
+        owner = self.executor.owner if self.execute else None
+        plans = await asyncio.to_thread(self.views.plans.unreviewed)
+        if not plans:
             return
-        self._review_task = asyncio.create_task(self._review())
-
-    async def _review(self) -> None:
-        from controlroom.api.plans_http import review_finished_tasks
-
-        try:
-            await review_finished_tasks(self)
-        except Exception:  # keep serving; the next pass tries again from the recorded events
-            log.exception("reviewing finished plan tasks failed")
+        reviewing = await asyncio.to_thread(start_due_reviews, self.ctx, plans, owner)
+        if self.execute:
+            for run_id in reviewing:
+                self.executor.spawn(run_id)

@@ -295,13 +295,14 @@ class Run(Aggregate):
         return True
 
     def record_model_attempt(self, at: datetime, report: AttemptReport) -> None:
-        """An agent step's report while it runs: a failed call, a reply that broke the
-        contract, or STOP_HOOK."""
-        current = self._expect_current(AgentStep)
+        """A step's report while it runs: a failed call (any step that calls a model), or an
+        agent step's reply that broke the contract, or its STOP_HOOK."""
+        current = self._expect_current()
         if isinstance(report, StopHookReport):
             self._stop_hook(at, current, report)
             return
         if isinstance(report, AbstentionReport):
+            self._expect_current(AgentStep)
             assert isinstance(current.step, AgentStep)
             for event_class, fields in report.micro.events(
                 current.step, current.instance_id, report.agent

@@ -173,6 +173,17 @@ class ConferenceStep(StepSpec):
         return "conference"
 
 
+class ChiefReviewStep(StepSpec):
+    """The Chief's review of a finished plan task against its DoD, as a step
+    (`engine/review_step.py`); the task's args name the plan, the task and the attempt. A
+    tracked policy records the review (or its failure) on the plan when the run ends."""
+
+    kind: Literal["chief_review"] = "chief_review"
+
+    def actor(self) -> str:
+        return "chief"
+
+
 class StepKinds:
     """The registry of step kinds; listeners rebuild what depends on the set (the recipe
     model's union)."""
@@ -213,6 +224,7 @@ class StepKinds:
 STEP_KINDS = StepKinds()
 STEP_KINDS.register(ToolStep)
 STEP_KINDS.register(ConferenceStep)
+STEP_KINDS.register(ChiefReviewStep)
 STEP_KINDS.register(AgentStep)
 STEP_KINDS.register(WriteFileStep)
 

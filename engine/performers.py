@@ -135,10 +135,19 @@ def _register_packet_kinds() -> None:
 _register_packet_kinds()
 
 
+async def perform_chief_review(execution: Execution, instance: StepInstance) -> StepOutcome:
+    # Imported when a review runs: the Chief's module brings the manuscript tools (and
+    # numpy) with it, which no other command needs at start-up.
+    from controlroom.engine.review_step import perform_chief_review as perform
+
+    return await perform(execution, instance)
+
+
 def _register_conference() -> None:
     from controlroom.engine.conference_step import perform_conference
 
     PERFORMERS.register("conference", perform_conference)
+    PERFORMERS.register("chief_review", perform_chief_review)
 
 
 _register_conference()

@@ -1,6 +1,7 @@
 """Runs a plan in the foreground (`controlroom plan start|resume`): the policies start each
 ready task's run, this process executes those runs concurrently (claiming them, so a worker
-elsewhere never advances one at the same time), the Chief reviews each finished task, and
+elsewhere never advances one at the same time) and the Chief's review run of each finished
+task (started when due, `engine/reviews.py`), and
 it returns when the plan has finished, is paused, or waits on the user (a scoping answer),
 and no failed review is waiting to be asked again (the plan bounds those: a few attempts,
 then given up). A review never holds up the next task.
@@ -23,6 +24,7 @@ from controlroom.engine.followers import Followers
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.plans import PlanService
 from controlroom.engine.ports import owner_is_gone
+from controlroom.engine.reviews import start_due_reviews
 
 #: How often to look again while a run of the plan is executing in another process.
 POLL_S = 0.5
@@ -44,15 +46,15 @@ async def drive(
     try:
         while True:
             await asyncio.to_thread(followers.catch_up)
-            if await service.review_finished(plan_id):
-                await asyncio.to_thread(followers.catch_up)
+            # The Chief's due reviews start as runs of their own, executed here like tasks.
+            reviewing = await asyncio.to_thread(start_due_reviews, ctx, [plan_id], executor.owner)
             plan = await asyncio.to_thread(service.load, plan_id)
             if on_change is not None and (plan.version, len(executor.tasks)) != last:
                 on_change(plan)
             last = (plan.version, len(executor.tasks))
-            running = service.runs_to_execute(plan)
+            running = [*service.runs_to_execute(plan), *reviewing]
             retry_at = plan.next_review_retry()
-            if _settled(plan, running) and retry_at is None:
+            if _settled(plan, running) and not plan.unreviewed():
                 return plan
             for run_id in await asyncio.to_thread(_ours_to_run, ctx, executor, running):
                 executor.spawn(run_id)

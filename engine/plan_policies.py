@@ -89,3 +89,52 @@ class PlanProgressPolicy:
             outcome, detail = "failed", f"the run was cancelled: {event.reason}"
         if plan.record_run_outcome(event.timestamp, run.id, outcome, detail):
             unit.add(plan)
+
+
+#: The recipe of the Chief's review runs (`engine/reviews.py`).
+REVIEW_RECIPE = "plan_task_review"
+
+
+class ReviewOutcomePolicy:
+    """A review run of a plan task ended -> the plan records the review, or the failed
+    attempt (asked again after a wait, or given up at the plan's bound). Only the run of
+    the task's current attempt counts, so a late duplicate changes nothing."""
+
+    name = "policy.plan_reviews"
+    follows = frozenset({RunCompleted.type_name, RunFailed.type_name, RunCancelled.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        run = unit.get(Run, event.originator_id)
+        if run is None or run.recipe is None or run.recipe.recipe_id != REVIEW_RECIPE:
+            return
+        args = run.task.args
+        plan_id, task_id, attempt = args.get("plan_id"), args.get("task_id"), args.get("attempt")
+        if not isinstance(plan_id, str) or not isinstance(task_id, int):
+            return
+        plan = unit.get(SessionPlan, plan_id)
+        if plan is None or task_id not in plan.unreviewed():
+            return
+        if attempt != len(plan.review_failures.get(task_id, [])) + 1:
+            return  # not the attempt the plan is waiting for
+        if isinstance(event, RunCompleted):
+            review = run.slot_values.get("review")
+            if not isinstance(review, dict):
+                return
+            plan.review(
+                event.timestamp,
+                task_id,
+                decision=str(review.get("decision", "")),
+                notes=str(review.get("notes", "")),
+                dod_passed=bool(review.get("dod_passed")),
+            )
+        else:
+            assert isinstance(event, RunFailed | RunCancelled)
+            reason = event.error if isinstance(event, RunFailed) else f"cancelled: {event.reason}"
+            delay = args.get("first_delay_s", 0.0)
+            plan.fail_review(
+                event.timestamp,
+                task_id,
+                reason,
+                first_delay_s=float(delay) if isinstance(delay, int | float) else 0.0,
+            )
+        unit.add(plan)

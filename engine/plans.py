@@ -20,35 +20,22 @@ from typing import TypeVar
 from eventsourcing.persistence import IntegrityError
 
 from controlroom.domain.errors import (
-    ModelConfigError,
-    ModelError,
-    PromptError,
     RunConflictError,
 )
 from controlroom.domain.outcomes import AttemptFailure, AttemptReport
 from controlroom.domain.plan import SessionPlan, TaskState
 from controlroom.domain.plan_errors import (
-    ChiefReplyError,
-    ChiefUnavailableError,
     PlanInputError,
     PlanNotFoundError,
 )
 from controlroom.domain.plan_events import PlanTask
 from controlroom.domain.run import Run
-from controlroom.engine.chief import CHIEF, Chief, Review, workspace_scenes
+from controlroom.engine.chief import Chief, workspace_scenes
 from controlroom.engine.context import Context
-from controlroom.models.config import ProviderConfig
 
 ATTEMPTS = 20
 T = TypeVar("T")
 #: What a failed review is: the Chief's call failed or its replies were no review.
-REVIEW_FAILURES = (
-    ChiefUnavailableError,
-    ChiefReplyError,
-    ModelError,
-    ModelConfigError,
-    PromptError,
-)
 
 
 class PlanService:
@@ -156,42 +143,6 @@ class PlanService:
             if plan.task_state(task_id) == TaskState.RUNNING
         ]
 
-    async def review_finished(self, plan_id: str) -> int:
-        """The Chief reviews every finished task whose review is due: never asked, or its
-        last failed review's wait is over. A review that fails is recorded (to be asked
-        again, or given up at the bound), never raised. Returns how many were recorded."""
-        recorded = 0
-        for task_id in self.load(plan_id).reviews_due(self.ctx.clock.now()):
-            plan = self.load(plan_id)
-            if task_id not in plan.reviews_due(self.ctx.clock.now()):
-                continue  # another process reviewed it meanwhile
-            task = plan.tasks[task_id]
-            run = self.ctx.store.load(Run, plan.run_ids[task_id])
-            passed = plan.outcomes[task_id] == "done"
-            result = _result_text(run, passed)
-            failures = _Failures()
-            outcome: Review | str
-            try:
-                outcome = await self.chief.review(task.description, task.dod, result, failures)
-            except REVIEW_FAILURES as exc:
-                outcome = str(exc)
-            record = _recording(self.ctx, task_id, outcome, passed, failures, self._review_delay())
-            try:
-                self._change(plan_id, record)
-            except RunConflictError:
-                continue
-            recorded += 1
-        return recorded
-
-    def _review_delay(self) -> float:
-        """The first wait before a failed review is asked again: where the Chief's
-        transport retries left off (`backoff_s * 2**max_retries`)."""
-        try:
-            policy = self.ctx.agents.provider_config(self.ctx.agents.profile(CHIEF).provider)
-        except ModelConfigError:
-            policy = ProviderConfig(type="offline")  # the defaults
-        return float(policy.backoff_s * 2**policy.max_retries)
-
     # -- internals --------------------------------------------------------------------------
 
     def _placed(
@@ -237,37 +188,6 @@ class _Failures(list[AttemptFailure]):
             self.append(report)
 
 
-def _recording(
-    ctx: Context,
-    task_id: int,
-    outcome: Review | str,
-    passed: bool,
-    failures: list[AttemptFailure],
-    first_delay_s: float,
-) -> Callable[[SessionPlan], None]:
-    """The review (or why it failed) as a plan command, with the Chief's failed attempts;
-    a no-op when another process recorded the task's review first."""
-
-    def record(plan: SessionPlan) -> None:
-        now = ctx.clock.now()
-        if task_id not in plan.unreviewed():
-            return
-        plan.record_chief_attempts(now, failures, task_id)
-        if isinstance(outcome, Review):
-            plan.record_model_calls(now, outcome.calls, task_id)
-            plan.review(
-                now,
-                task_id,
-                decision=outcome.decision,
-                notes=outcome.notes,
-                dod_passed=passed,
-            )
-        else:
-            plan.fail_review(now, task_id, outcome, first_delay_s=first_delay_s)
-
-    return record
-
-
 def _answered(task: PlanTask, answer: str) -> str:
     text = answer.strip()
     if not text:
@@ -290,7 +210,8 @@ def _numbers(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"\bscenes?\s+#?(\d+)", text, re.IGNORECASE)]
 
 
-def _result_text(run: Run | None, passed: bool) -> str:
+def result_text(run: Run | None, passed: bool) -> str:
+    """What the Chief is shown of a finished task's run, to review it against its DoD."""
     if run is None:
         return "No run was recorded."
     lines = [f"Run {run.id}: {run.status.value}", f"DoD: {'passed' if passed else 'failed'}"]

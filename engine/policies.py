@@ -140,7 +140,11 @@ class FileConflictIssuePolicy:
 
 def bundled_policies() -> list[Policy]:
     from controlroom.engine.conference_policy import ConferenceClosePolicy
-    from controlroom.engine.plan_policies import PlanProgressPolicy, PlanRunsPolicy
+    from controlroom.engine.plan_policies import (
+        PlanProgressPolicy,
+        PlanRunsPolicy,
+        ReviewOutcomePolicy,
+    )
 
     return [
         DodIssuePolicy(),
@@ -148,6 +152,7 @@ def bundled_policies() -> list[Policy]:
         FileConflictIssuePolicy(),
         PlanRunsPolicy(),
         PlanProgressPolicy(),
+        ReviewOutcomePolicy(),
         ConferenceClosePolicy(),
     ]
 

@@ -32,9 +32,11 @@ from controlroom.domain.plan_events import (
     TaskReviewAbandoned,
     TaskReviewFailed,
 )
+from controlroom.domain.run_events import ModelAttemptFailed
 from controlroom.engine.conference import ConferenceService, RoundRequest
 from controlroom.engine.context import Context
 from controlroom.engine.plans import PlanService
+from controlroom.engine.reviews import review_run_id
 from controlroom.projections.views import Views
 from tests.fake_llm import serve
 from tests.live import live_server
@@ -158,6 +160,9 @@ def plan_events(workspace: Path, plan_id: str) -> list[Any]:
         ctx.close()
 
 
+run_events = plan_events  # a review run's stream reads the same way
+
+
 def of_type(events: list[Any], kind: type) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 
@@ -263,7 +268,13 @@ def test_a_review_that_always_fails_is_asked_a_bounded_number_of_times_by_the_se
     ]
     assert all("HTTP 500" in e.error for e in failed)
     assert [e.retry_at is None for e in failed if e.task_id == 1] == [False, False, True]
-    attempts = of_type(events, ChiefAttemptFailed)
+    # Each attempt is a review run of its own; its failed calls are recorded in it.
+    attempts = [
+        e
+        for task in (1, 2)
+        for n in range(1, REVIEW_ATTEMPTS + 1)
+        for e in of_type(run_events(workspace, review_run_id(plan_id, task, n)), ModelAttemptFailed)
+    ]
     assert len(attempts) == bound and all(e.kind == "server_error" for e in attempts)
 
 

@@ -20,6 +20,7 @@ from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.plan_driver import drive
 from controlroom.engine.plans import PlanService
+from controlroom.engine.reviews import review_run_id
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.models.agents import AgentDirectory
 from controlroom.models.config import OFFLINE_MODEL, load_models_config
@@ -101,7 +102,9 @@ def test_every_call_of_a_run_a_plan_and_a_conference_is_counted_with_its_cost(
     )
     after_round = model.calls
 
-    plan_runs = list(plan.run_ids.values())
+    # The plan's task runs, and the Chief's review run of each task (runs of their own).
+    reviews = [review_run_id(plan.id, task_id, 1) for task_id in plan.run_ids]
+    plan_runs = [*plan.run_ids.values(), *reviews]
     with AnalyticsProjection.for_workspace(ctx.store, ctx.workspace.root) as analytics:
         analytics.catch_up()
         rows = analytics.query(

@@ -88,7 +88,12 @@ def _runs(workspace: Path) -> tuple[Counter[str], Counter[str], list[int]]:
         events = [p.event for p in ctx.store.read_log()]
     finally:
         ctx.close()
-    started = Counter(e.originator_id for e in events if isinstance(e, RunStarted))
+    # Task runs: the Chief's review runs (recipe plan_task_review) are counted apart.
+    started = Counter(
+        e.originator_id
+        for e in events
+        if isinstance(e, RunStarted) and e.recipe_id != "plan_task_review"
+    )
     steps = Counter(
         f"{e.originator_id}:{e.instance_id or e.step_id}"
         for e in events
@@ -96,6 +101,19 @@ def _runs(workspace: Path) -> tuple[Counter[str], Counter[str], list[int]]:
     )
     requested = [e.task_id for e in events if isinstance(e, TaskRunRequested)]
     return started, steps, requested
+
+
+def _reviews(workspace: Path) -> Counter[str]:
+    """The Chief's review runs, by id: each task's review started once."""
+    ctx = Context.open(workspace)
+    try:
+        return Counter(
+            p.event.originator_id
+            for p in ctx.store.read_log()
+            if isinstance(p.event, RunStarted) and p.event.recipe_id == "plan_task_review"
+        )
+    finally:
+        ctx.close()
 
 
 @pytest.mark.timeout(600)
@@ -123,5 +141,7 @@ def test_a_plan_killed_after_any_commit_resumes_with_every_task_run_once(tmp_pat
         assert sorted(requested) == [1, 2], (n, requested)  # each task asked for once
         assert len(started) == 2 and set(started.values()) == {1}, (n, started)
         assert [k for k, c in steps.items() if c > 1] == [], n
+        reviews = _reviews(workspace)
+        assert len(reviews) == 2 and set(reviews.values()) == {1}, (n, reviews)
         shutil.rmtree(workspace)
     assert n > 5, "the plan was never killed"
