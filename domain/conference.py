@@ -17,7 +17,7 @@ from pydantic import Field
 
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.errors import BadInputError
-from controlroom.domain.events import DomainEvent
+from controlroom.domain.events import CallFacts, DomainEvent, ModelReplyEvent
 
 
 class RoundOpened(DomainEvent):
@@ -60,7 +60,7 @@ class EvidenceClosed(DomainEvent):
     chief_calls: int
 
 
-class AgentCallRecorded(DomainEvent):
+class AgentCallRecorded(ModelReplyEvent):
     """One model call of a role's turn (T1 makes three: triage, finding, evidence)."""
 
     type_name: ClassVar[str] = "AgentCallRecorded"
@@ -76,6 +76,19 @@ class AgentCallRecorded(DomainEvent):
     #: With a price table (None without one, and in events written before costs were kept).
     cost_usd: float | None = None
     attempts: int = 1
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.role,
+            self.provider,
+            self.model,
+            self.tier,
+            self.input_tokens,
+            self.output_tokens,
+            self.latency_ms,
+            self.cost_usd,
+            self.attempts,
+        )
 
 
 class AgentAttemptFailed(DomainEvent):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
@@ -226,3 +227,31 @@ class JournalRecord(DomainEvent):
     abstract_event: ClassVar[bool] = True
     step_id: str
     instance_id: str
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """What any model-call event says of its call, read the same way for every kind."""
+
+    role: str
+    provider: str
+    model: str
+    tier: str
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    cost_usd: float | None
+    attempts: int
+
+
+class ModelReplyEvent(DomainEvent):
+    """The family of events that each record one model reply, wherever it was asked for:
+    a step's (`AgentResponded`, a T1 agent's `AgentMicroStepResponded`, a loop's
+    `ForEachItemCompleted`), a conference round's (`AgentCallRecorded`), the Chief's for a
+    plan (`ModelCalled`). Their stored shapes differ (each kept as written), and `call()`
+    reads them alike: usage, latency, cost and attempts for analytics, totals and audits."""
+
+    abstract_event: ClassVar[bool] = True
+
+    def call(self) -> CallFacts:
+        raise NotImplementedError

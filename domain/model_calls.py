@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from controlroom.domain.events import DomainEvent
+from controlroom.domain.events import CallFacts, ModelReplyEvent
 from controlroom.domain.run_events import TokenUsage
 
 
-class ModelCalled(DomainEvent):
+class ModelCalled(ModelReplyEvent):
     type_name: ClassVar[str] = "ModelCalled"
     #: What the call was for: `plan` or `review`.
     purpose: str
@@ -35,6 +35,19 @@ class ModelCalled(DomainEvent):
     accepted: bool = True
     #: The plan task a review was about.
     task_id: int | None = None
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.role,
+            self.provider,
+            self.model,
+            self.tier,
+            self.usage.input_tokens,
+            self.usage.output_tokens,
+            self.latency_ms,
+            self.cost_usd,
+            self.attempts,
+        )
 
 
 def model_called_fields(record: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.events import JournalRecord
+from controlroom.domain.events import CallFacts, JournalRecord, ModelReplyEvent
 from controlroom.domain.outcomes import AgentOutcome, EventSpec
 from controlroom.domain.packets import PacketIntent
 from controlroom.domain.run_events import SlotWritten
@@ -80,7 +80,7 @@ class ReceiptRecorded(JournalRecord):
     report: str | None = None
 
 
-class ForEachItemCompleted(JournalRecord):
+class ForEachItemCompleted(JournalRecord, ModelReplyEvent):
     type_name: ClassVar[str] = "ForEachItemCompleted"
     index: int
     total: int
@@ -96,6 +96,19 @@ class ForEachItemCompleted(JournalRecord):
     request_ref: str | None = None
     packet_id: str | None = None
     receipt_id: str | None = None
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.agent_id.rsplit("-", 1)[0],
+            self.provider,
+            self.model,
+            "",
+            self.input_tokens,
+            self.output_tokens,
+            self.latency_ms,
+            None,
+            self.attempts,
+        )
 
 
 @dataclass(frozen=True)

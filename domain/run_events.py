@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controlroom.domain.events import DomainEvent, JournalRecord
+from controlroom.domain.events import CallFacts, DomainEvent, JournalRecord, ModelReplyEvent
 
 Phase = Literal["a", "b"]
 
@@ -128,7 +128,7 @@ class ReceiptIssued(DomainEvent):
     duration_ms: float
 
 
-class AgentResponded(DomainEvent):
+class AgentResponded(ModelReplyEvent):
     type_name: ClassVar[str] = "AgentResponded"
     step_id: str
     agent_archetype: str
@@ -160,8 +160,21 @@ class AgentResponded(DomainEvent):
     #: `finding` when a T1 agent's step ran as micro-calls (triage, finding, evidence).
     micro_step: str | None = None
 
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.agent_archetype,
+            self.provider,
+            self.model,
+            self.tier,
+            self.usage.input_tokens,
+            self.usage.output_tokens,
+            self.latency_ms,
+            self.cost_usd,
+            self.attempts,
+        )
 
-class AgentMicroStepResponded(DomainEvent):
+
+class AgentMicroStepResponded(ModelReplyEvent):
     """One micro-call of a T1 agent's step (seed 000, "Tier-Based Step Sizing"): `triage`
     before the step's own call, `evidence` after it. The middle call, the finding, is the
     step's `AgentResponded` (its `micro_step` says so) and its output is the slot's text."""
@@ -191,6 +204,19 @@ class AgentMicroStepResponded(DomainEvent):
     decision: str | None = None
     verified: bool | None = None
     problem: str | None = None
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.agent_archetype,
+            self.provider,
+            self.model,
+            self.tier,
+            self.usage.input_tokens,
+            self.usage.output_tokens,
+            self.latency_ms,
+            self.cost_usd,
+            self.attempts,
+        )
 
 
 class ModelRequestRecorded(DomainEvent):

@@ -11,10 +11,8 @@ from typing import Any
 
 import pytest
 
-from controlroom.domain.conference import AgentCallRecorded
-from controlroom.domain.model_calls import ModelCalled
+from controlroom.domain.events import ModelReplyEvent
 from controlroom.domain.packet_steps import ForEachItemCompleted
-from controlroom.domain.run_events import AgentMicroStepResponded, AgentResponded
 from controlroom.engine.conference import ConferenceService, RoundRequest
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
@@ -64,18 +62,17 @@ def priced(workspace: Path) -> tuple[Context, CountingModel]:
     return Context.open(workspace, agents=agents), model
 
 
-CALL_EVENTS = (AgentResponded, AgentMicroStepResponded, ModelCalled, AgentCallRecorded)
-
-
 def recorded_calls(ctx: Context, aggregate_id: str) -> tuple[int, float]:
-    """Calls and their cost, as the aggregate's events record them."""
+    """Calls and their cost, as the aggregate's events of the one family record them (a
+    loop's last item is the step's own `AgentResponded`, so it is not counted twice)."""
     count, cost = 0, 0.0
     for event in ctx.store.stream(aggregate_id):
-        if isinstance(event, ForEachItemCompleted) and event.index < event.total - 1:
-            count += 1
-        elif isinstance(event, CALL_EVENTS):
-            count += 1
-            cost += event.cost_usd or 0.0
+        if not isinstance(event, ModelReplyEvent):
+            continue
+        if isinstance(event, ForEachItemCompleted) and event.index == event.total - 1:
+            continue
+        count += 1
+        cost += event.call().cost_usd or 0.0
     return count, round(cost, 9)
 
 
@@ -126,3 +123,19 @@ def test_every_call_of_a_run_a_plan_and_a_conference_is_counted_with_its_cost(
     assert counted[conference.id][0] == after_round - after_plan
     assert set(counted) == set(ids)
     ctx.close()
+
+
+def test_every_event_that_records_a_model_reply_is_of_the_one_family() -> None:
+    from controlroom.domain.conference import AgentCallRecorded
+    from controlroom.domain.model_calls import ModelCalled
+    from controlroom.domain.run_events import AgentMicroStepResponded, AgentResponded
+
+    for kind in (
+        AgentResponded,
+        AgentMicroStepResponded,
+        ForEachItemCompleted,
+        AgentCallRecorded,
+        ModelCalled,
+    ):
+        assert issubclass(kind, ModelReplyEvent), kind
+        assert kind.call is not ModelReplyEvent.call, kind  # each reads its own shape
