@@ -459,10 +459,20 @@ def test_the_analytics_reports_show_as_tables_and_charts(workspace: Path, watch:
             "#report-list a", "links => links.map(a => a.textContent)"
         )
         assert "run_outcomes" in names and "slowest_steps" in names
+        expected = client.get("/api/analytics/reports/run_outcomes").json()
         page.click('#report-list a:text-is("run_outcomes")')
         page.wait_for_url("**/#/analytics/run_outcomes")
-        page.wait_for_selector("#report-table tbody tr")
-        expected = client.get("/api/analytics/reports/run_outcomes").json()
+        # The report shown first (another one's rows) is replaced when this one arrives:
+        # wait for this report's columns and row count, not for any row.
+        page.wait_for_function(
+            """([columns, count]) => {
+                const heads = [...document.querySelectorAll('#report-table thead th')];
+                const rows = document.querySelectorAll('#report-table tbody tr');
+                return heads.map((h) => h.textContent).join('|') === columns
+                    && rows.length === count;
+            }""",
+            arg=["|".join(expected["columns"]), len(expected["rows"])],
+        )
         cells = page.eval_on_selector_all(
             "#report-table tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
         )
