@@ -17,7 +17,7 @@ from controlroom.domain.run import Run
 from controlroom.engine.context import Context
 from controlroom.engine.executor import Executor
 from controlroom.engine.followers import Followers
-from controlroom.engine.reviews import start_due_reviews
+from controlroom.engine.plan_driver import PlanDrive
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.store import Positioned
 from controlroom.projections.analytics import AnalyticsProjection
@@ -92,6 +92,9 @@ class Server:
             on_partial=self.hub.publish_partial,
             start_new_runs=True,
         )
+        self.plan_drive = PlanDrive(
+            self.ctx, self.executor if self.execute else None, self._follow_once
+        )
         await asyncio.to_thread(self.followers.catch_up)
         unfinished = [row.run_id for row in self.views.query.runs(status="running")]
         if self.execute:
@@ -146,8 +149,9 @@ class Server:
             seen = self.notifier.generation
             try:
                 # Off the loop: policies and projections write SQLite.
-                await asyncio.to_thread(self._follow_once)
-                await self._start_due_reviews()
+                # The policies and views, then the plans' due reviews and runs: the same
+                # pass `plan start` makes (`engine/plan_driver.py`).
+                await self.plan_drive.step(self.views.plans.unreviewed)
                 await asyncio.to_thread(self.analytics.catch_up, wait=False)
             except Exception:  # keep serving; the next pass retries from the tracked positions
                 log.exception("catch-up failed")
@@ -155,16 +159,3 @@ class Server:
             # a GET waits for the pass that follows what it read after.
             await asyncio.sleep(PROJECTION_INTERVAL_S)
             await self.notifier.wait(seen)
-
-    async def _start_due_reviews(self) -> None:
-        """The Chief's due reviews of finished plan tasks start as runs (once per attempt,
-        the plan bounding the attempts), executed here like any run, or by a worker under
-        `--no-execute`."""
-        owner = self.executor.owner if self.execute else None
-        plans = await asyncio.to_thread(self.views.plans.unreviewed)
-        if not plans:
-            return
-        reviewing = await asyncio.to_thread(start_due_reviews, self.ctx, plans, owner)
-        if self.execute:
-            for run_id in reviewing:
-                self.executor.spawn(run_id)

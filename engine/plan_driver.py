@@ -14,7 +14,7 @@ the requested runs from the log, each started once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from controlroom.domain.plan import PlanStatus, SessionPlan, TaskState
 from controlroom.domain.run import Run
@@ -31,6 +31,44 @@ POLL_S = 0.5
 Report = Callable[[SessionPlan], None]
 
 
+class PlanDrive:
+    """One pass of what moves plans along in a process, the same for `plan start` here and
+    for `serve`: the followers catch up (policies start ready tasks' runs and record
+    reviews), the Chief's due reviews start as runs (`engine/reviews.py`), and the plans'
+    runs this process may execute are handed to its executor (none under `--no-execute`:
+    workers take them)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        executor: Executor | None,
+        catch_up: Callable[[], object],
+    ) -> None:
+        self.ctx = ctx
+        self.executor = executor
+        self.catch_up = catch_up
+        self.service = PlanService(ctx)
+
+    async def step(self, plans: Callable[[], Iterable[str]]) -> list[str]:
+        """A pass over the plans `plans()` names once the followers caught up; returns
+        their runs in flight (tasks and reviews)."""
+        await asyncio.to_thread(self.catch_up)
+        ids = list(await asyncio.to_thread(plans))
+        if not ids:
+            return []
+        owner = self.executor.owner if self.executor is not None else None
+        reviewing = await asyncio.to_thread(start_due_reviews, self.ctx, ids, owner)
+        running: list[str] = []
+        for plan_id in ids:
+            plan = await asyncio.to_thread(self.service.load, plan_id)
+            running += self.service.runs_to_execute(plan)
+        running += reviewing
+        if self.executor is not None:
+            for run_id in await asyncio.to_thread(_ours_to_run, self.ctx, self.executor, running):
+                self.executor.spawn(run_id)
+        return running
+
+
 async def drive(
     ctx: Context,
     plan_id: str,
@@ -42,22 +80,18 @@ async def drive(
     service = PlanService(ctx)
     executor = Executor(ctx, max_concurrent=ctx.settings.max_concurrent_runs, on_partial=on_partial)
     await executor.start([])
+    passes = PlanDrive(ctx, executor, followers.catch_up)
     last: tuple[int, int] | None = None
     try:
         while True:
-            await asyncio.to_thread(followers.catch_up)
-            # The Chief's due reviews start as runs of their own, executed here like tasks.
-            reviewing = await asyncio.to_thread(start_due_reviews, ctx, [plan_id], executor.owner)
+            running = await passes.step(lambda: [plan_id])
             plan = await asyncio.to_thread(service.load, plan_id)
             if on_change is not None and (plan.version, len(executor.tasks)) != last:
                 on_change(plan)
             last = (plan.version, len(executor.tasks))
-            running = [*service.runs_to_execute(plan), *reviewing]
             retry_at = plan.next_review_retry()
             if _settled(plan, running) and not plan.unreviewed():
                 return plan
-            for run_id in await asyncio.to_thread(_ours_to_run, ctx, executor, running):
-                executor.spawn(run_id)
             # Look again when a run ends, or when a failed review is due to be asked again.
             wait_s = None
             if retry_at is not None:
