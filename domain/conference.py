@@ -207,13 +207,6 @@ class ConferenceRound(Aggregate):
     def record_failed_attempt(self, at: datetime, **fields: Any) -> None:
         self._trigger(AgentAttemptFailed, at, **fields)
 
-    def record_replies(self, at: datetime, verdicts: dict[str, tuple[str, Any]]) -> None:
-        """Every role's reply with its verdict, in role order (not completion order)."""
-        for role in self.roles:
-            text, verdict = verdicts[role]
-            self.record_reply(at, role, text, verdict)
-        self.collect(at)
-
     def record_reply(self, at: datetime, role: str, text: str, verdict: Any) -> None:
         """One role's reply with its verdict, recorded as soon as it is in: a round resumed
         after a crash asks only the roles that had not answered."""
