@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from controlroom.domain.events import CallFacts, ModelReplyEvent
-from controlroom.domain.run_events import TokenUsage
+from controlroom.domain.run_events import TokenUsage, usage_call
 
 
 class ModelCalled(ModelReplyEvent):
@@ -37,17 +37,7 @@ class ModelCalled(ModelReplyEvent):
     task_id: int | None = None
 
     def call(self) -> CallFacts:
-        return CallFacts(
-            self.role,
-            self.provider,
-            self.model,
-            self.tier,
-            self.usage.input_tokens,
-            self.usage.output_tokens,
-            self.latency_ms,
-            self.cost_usd,
-            self.attempts,
-        )
+        return usage_call(self.role, self)
 
 
 def model_called_fields(record: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,6 +71,38 @@ class ReplyDigest(_Value):
 
     chars: int
     sha256: str
+
+
+class _UsageReply(Protocol):
+    @property
+    def provider(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def usage(self) -> TokenUsage: ...
+    @property
+    def latency_ms(self) -> float: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def attempts(self) -> int: ...
+
+
+def usage_call(role: str, reply: _UsageReply) -> CallFacts:
+    """The call facts of a reply event that keeps its usage as a `TokenUsage`."""
+    return CallFacts(
+        role,
+        reply.provider,
+        reply.model,
+        reply.tier,
+        reply.usage.input_tokens,
+        reply.usage.output_tokens,
+        reply.latency_ms,
+        reply.cost_usd,
+        reply.attempts,
+    )
 
 
 class DodResult(_Value):
@@ -161,17 +193,7 @@ class AgentResponded(ModelReplyEvent):
     micro_step: str | None = None
 
     def call(self) -> CallFacts:
-        return CallFacts(
-            self.agent_archetype,
-            self.provider,
-            self.model,
-            self.tier,
-            self.usage.input_tokens,
-            self.usage.output_tokens,
-            self.latency_ms,
-            self.cost_usd,
-            self.attempts,
-        )
+        return usage_call(self.agent_archetype, self)
 
 
 class AgentMicroStepResponded(ModelReplyEvent):
@@ -206,17 +228,7 @@ class AgentMicroStepResponded(ModelReplyEvent):
     problem: str | None = None
 
     def call(self) -> CallFacts:
-        return CallFacts(
-            self.agent_archetype,
-            self.provider,
-            self.model,
-            self.tier,
-            self.usage.input_tokens,
-            self.usage.output_tokens,
-            self.latency_ms,
-            self.cost_usd,
-            self.attempts,
-        )
+        return usage_call(self.agent_archetype, self)
 
 
 class ModelRequestRecorded(DomainEvent):
