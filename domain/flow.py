@@ -143,9 +143,6 @@ class RunView:
         following = self.history[-1].index + 1 if self.history else 0
         return following if following < len(self.recipe.steps) else None
 
-    def index_of(self, step_id: str) -> int:
-        return [s.step_id for s in self.recipe.steps].index(step_id.split("#", 1)[0])
-
     def fingerprint(self) -> str:
         """A hash of what the decision was made from (recorded with it)."""
         return "sha256:" + sha256_json(

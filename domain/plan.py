@@ -347,14 +347,11 @@ class SessionPlan(Aggregate):
         for failure in failures:
             self._trigger(ChiefAttemptFailed, at, task_id=task_id, **failure.fields())
 
-    def record_model_calls(
-        self, at: datetime, calls: Sequence[Mapping[str, Any]], task_id: int | None = None
-    ) -> None:
-        """The Chief's replies (each a model call paid for), planning or reviewing a task."""
+    def record_model_calls(self, at: datetime, calls: Sequence[Mapping[str, Any]]) -> None:
+        """The Chief's replies while planning (each a model call paid for, accepted or
+        not). A review's calls are recorded in its own run (`engine/review_step.py`)."""
         for call in calls:
-            self._trigger(
-                ModelCalled, at, **{**model_called_fields(dict(call)), "task_id": task_id}
-            )
+            self._trigger(ModelCalled, at, **model_called_fields(dict(call)))
 
     # -- queries ----------------------------------------------------------------------------
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from typing import get_args
 
 from controlroom.domain.errors import StoreFaultKind
-
-KINDS: tuple[StoreFaultKind, ...] = get_args(StoreFaultKind)
 
 _SQLITE: dict[str, StoreFaultKind] = {
     "SQLITE_FULL": "disk_full",
