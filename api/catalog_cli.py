@@ -113,13 +113,33 @@ def cmd_recipes(ns: argparse.Namespace) -> int:
     elif ns.action == "show":
         if not ns.target:
             raise BadInputError("recipes show needs a recipe id")
-        emit_json(catalog.entry(ns.target).recipe.snapshot())
+        recipe = catalog.entry(ns.target).recipe
+        emit_json(recipe.snapshot())
+        _print_ladders(recipe, Path(ns.workspace))
     return EXIT_DONE
 
 
-def cmd_models(ns: argparse.Namespace) -> int:
+def _print_ladders(recipe: Any, workspace: Path) -> None:
+    """Each step's escalation ladder as a run would record it (stderr: stdout stays JSON)."""
+    from controlroom.engine.ladders import resolve_ladders
     from controlroom.models.agents import AgentDirectory
-    from controlroom.models.config import config_path, render_schema
+
+    ladders = resolve_ladders(AgentDirectory.for_workspace(workspace), recipe)
+    if not ladders:
+        print("escalation ladders: none (a failing step fails the run)", file=sys.stderr)
+        return
+    print("escalation ladders (with this workspace's models.json):", file=sys.stderr)
+    for step_id, ladder in ladders.items():
+        print(f"  {step_id}:", file=sys.stderr)
+        for line in ladder.describe():
+            print(f"    {line}", file=sys.stderr)
+
+
+def cmd_models(ns: argparse.Namespace) -> int:
+    from controlroom.domain.ladder_spec import Ladder
+    from controlroom.engine.ladders import role_ladder
+    from controlroom.models.agents import AgentDirectory
+    from controlroom.models.config import config_path, render_schema, role_config
 
     if ns.action == "schema":
         print(render_schema(), end="")
@@ -136,6 +156,11 @@ def cmd_models(ns: argparse.Namespace) -> int:
     for role in roles:
         profile = agents.check([role])[role]  # raises a clear error for any role it cannot serve
         provider = agents.provider_config(profile.provider)
+        ladder = role_ladder(role_config(agents.config, role))
+        if ladder is not None:
+            for model in ladder.models():
+                agents.check_model(model)  # a ladder's model that cannot be served: an error
+            ladder = ladder.model_copy(update={"base": f"{profile.provider}:{profile.model}"})
         rows.append(
             {
                 "role": role,
@@ -145,6 +170,7 @@ def cmd_models(ns: argparse.Namespace) -> int:
                 "model": profile.model,
                 "params": dict(profile.params),
                 "escalation": [f"{c.provider}:{c.model}" for c in profile.escalation],
+                "ladder": ladder.model_dump(mode="json", exclude_none=True) if ladder else None,
             }
         )
     if ns.json:
@@ -152,8 +178,10 @@ def cmd_models(ns: argparse.Namespace) -> int:
         return EXIT_DONE
     print(f"models config: {source if source.is_file() else '(none: every role offline)'}")
     for r in rows:
-        chain = f"  then {', '.join(r['escalation'])}" if r["escalation"] else ""
-        print(f"  {r['role']:<12} {r['tier']}  {r['provider']} ({r['type']}) / {r['model']}{chain}")
+        print(f"  {r['role']:<12} {r['tier']}  {r['provider']} ({r['type']}) / {r['model']}")
+        if r["ladder"]:
+            for line in Ladder.model_validate(r["ladder"]).describe():
+                print(f"      ladder {line}")
     return EXIT_DONE
 
 

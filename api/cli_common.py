@@ -18,6 +18,8 @@ from controlroom.recipes.catalog import RecipeCatalog
 
 # The exit codes `controlroom --help` lists (api/cli.py's docstring), and 74 in api/faults.py.
 EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
+#: Seed 004's codes: 3 HUMAN_INPUT (a run waits for a person's answer), 12 PARTIAL_SUCCESS.
+EXIT_HUMAN_INPUT, EXIT_PARTIAL = 3, 12
 EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_CONFLICT, EXIT_OUTPUT_CLOSED = 64, 69, 75, 141
 STATUS_EXIT = {
     RunStatus.DONE: EXIT_DONE,

@@ -127,9 +127,20 @@ def cmd_show(ns: argparse.Namespace) -> int:
     )
     for step in view.steps:
         who = step.tool or step.agent_archetype or step.kind
+        spent = f" ${step.spent_usd:.4f}" if step.spent_usd else ""
         print(
             f"  {step.status:>9}  {step.phase}  {step.instance_id or step.step_id} ({who})"
-            f" → {step.output_slot}: {(step.output_preview or '')[:70]}"
+            f"{spent} → {step.output_slot}: {(step.output_preview or '')[:70]}"
+        )
+    for rung in view.ladder or []:
+        print(f"  ladder {rung.kind:<9} {rung.instance_id or '-'}: {rung.reason}")
+    if view.cost_usd:
+        print(f"cost: ${view.cost_usd:.4f} (every reply paid for, rejected ones included)")
+    if view.waiting_for_person:
+        wait = view.waiting_for_person
+        print(
+            f"waiting for a person ({wait.owner or 'user'}) at '{wait.instance_id}': "
+            f'controlroom issues answer {wait.issue_id} "RESOLUTION"'
         )
     if view.dod:
         for r in view.dod.results:

@@ -5,6 +5,8 @@ controlroom issues show ID [--full]       the issue, its history, its audit trai
 controlroom issues close ID --reason "…"
 controlroom issues reopen ID --reason "…"
 controlroom issues comment ID "TEXT"
+controlroom issues answer ID "RESOLUTION"  a needs_human issue: the waiting run goes on
+                                           with the resolution (here, unless --no-continue)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from controlroom.engine.issues import IssueService
 from controlroom.projections.models import IssueDetail, IssueView
 from controlroom.projections.views import Views
 
-ACTIONS = ("list", "show", "close", "reopen", "comment")
+ACTIONS = ("list", "show", "close", "reopen", "comment", "answer")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -33,7 +35,17 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     p.add_argument("action", nargs="?", default="list", choices=ACTIONS)
     p.add_argument("issue_id", nargs="?", help="the issue (show, close, reopen, comment)")
-    p.add_argument("text", nargs="?", help="comment: the text")
+    p.add_argument("text", nargs="?", help="comment: the text; answer: the resolution")
+    p.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="answer: the model the step runs on next (default: its ladder's strongest)",
+    )
+    p.add_argument(
+        "--no-continue",
+        action="store_true",
+        help="answer: record the answer only; a worker or `resume` continues the run",
+    )
     p.add_argument("--run", help="list: only the issues this run opened or found again")
     p.add_argument("--status", choices=["open", "closed"], help="list: only these")
     p.add_argument("--reason", help="close/reopen: why")
@@ -53,6 +65,11 @@ def run_issues_command(ctx: Context, ns: argparse.Namespace) -> int:
         service.reopen(ns.issue_id, _required(ns.reason, "--reason"))
     elif ns.action == "comment":
         service.comment(ns.issue_id, _required(ns.text, "TEXT"))
+    elif ns.action == "answer":
+        if ns.model:
+            ctx.agents.check_model(ns.model)  # named explicitly, and served: or refused now
+        answered = service.answer(ns.issue_id, _required(ns.text, "RESOLUTION"), model=ns.model)
+        return _continue(ctx, ns, answered.run_id)
     views = _views(ctx, ns)
     with views:
         issue = views.query.issue_detail(ns.issue_id)
@@ -80,7 +97,21 @@ def _required(value: str | None, name: str) -> str:
 
 def _views(ctx: Context, ns: argparse.Namespace) -> Views:
     """After close, reopen or comment the policies react first; list and show only read."""
-    return read_views(ctx, after_command=ns.action in ("close", "reopen", "comment"))
+    return read_views(ctx, after_command=ns.action in ("close", "reopen", "comment", "answer"))
+
+
+def _continue(ctx: Context, ns: argparse.Namespace, run_id: str | None) -> int:
+    """After an answer: the policy hands it to the waiting run, which goes on here."""
+    from controlroom.api.runs_cli import resume_here
+
+    with read_views(ctx, after_command=True):
+        pass  # the answer policy reacts: the run's step runs again with the resolution
+    if run_id is None:
+        return 0
+    if ns.no_continue:
+        print(f"answered; continue the run with `controlroom resume {run_id}`")
+        return 0
+    return resume_here(ctx, run_id, quiet=getattr(ns, "quiet", False), as_json=ns.json)
 
 
 def _list(ctx: Context, ns: argparse.Namespace) -> int:

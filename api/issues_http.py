@@ -20,7 +20,9 @@ class _Note(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _no_nul(cls, value: str) -> str:
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if "\x00" in value:
             raise ValueError("contains a NUL character")
         if not value.strip():
@@ -34,6 +36,12 @@ class ReasonBody(_Note):
 
 class CommentBody(_Note):
     text: Text
+
+
+class AnswerBody(_Note):
+    resolution: Text
+    #: The model the step runs on next (`provider:model`); its ladder's strongest if unset.
+    model: str | None = None
 
 
 def _server(request: Request) -> Server:
@@ -84,6 +92,25 @@ async def comment_issue(request: Request) -> JSONResponse:
     return response
 
 
+async def answer_issue(request: Request) -> JSONResponse:
+    """A person's resolution for a `needs_human` issue: the policy hands it to the waiting
+    run, and this server continues the run (a worker does, under --no-execute)."""
+    body = await read_body(request, AnswerBody)
+    issue_id = request.path_params["issue_id"]
+    server = _server(request)
+
+    def answer() -> str | None:
+        issue = IssueService(server.ctx).answer(issue_id, body.resolution, model=body.model)
+        server.followers.catch_up()  # the answer reaches the run before it is continued
+        return issue.run_id
+
+    run_id = await run_in_threadpool(answer)
+    if run_id is not None and server.execute:
+        server.executor.spawn(run_id)
+    response = await run_in_threadpool(_detail, request, issue_id)
+    return response
+
+
 ROUTES = [
     Route("/api/runs/{run_id}/trail", get_run_trail, methods=["GET"]),
     Route("/api/issues/{issue_id}", get_issue, methods=["GET"]),
@@ -91,4 +118,5 @@ ROUTES = [
     Route("/api/issues/{issue_id}/close", close_issue, methods=["POST"]),
     Route("/api/issues/{issue_id}/reopen", reopen_issue, methods=["POST"]),
     Route("/api/issues/{issue_id}/comments", comment_issue, methods=["POST"]),
+    Route("/api/issues/{issue_id}/answer", answer_issue, methods=["POST"]),
 ]

@@ -7,13 +7,14 @@ from typing import Any
 
 def issue_paths(models: Any) -> dict[str, Any]:
     from controlroom.api import openapi as o
-    from controlroom.api.issues_http import CommentBody, ReasonBody
+    from controlroom.api.issues_http import AnswerBody, CommentBody, ReasonBody
     from controlroom.projections.models import IssueDetail, RunState, TrailEntry
 
     issue_id = o._param("issue_id", "path", {"type": "string"})
     detail = models.ref(IssueDetail)
     models.ref(ReasonBody)
     models.ref(CommentBody)
+    models.ref(AnswerBody)
 
     def change(summary: str, body: str, ok: str = "200") -> dict[str, Any]:
         return {
@@ -78,4 +79,8 @@ def issue_paths(models: Any) -> dict[str, Any]:
         "/api/issues/{issue_id}/close": change("Close an issue, with a reason", "ReasonBody"),
         "/api/issues/{issue_id}/reopen": change("Reopen a closed issue", "ReasonBody"),
         "/api/issues/{issue_id}/comments": change("Comment on an issue", "CommentBody", "201"),
+        "/api/issues/{issue_id}/answer": change(
+            "Answer a needs_human issue: the waiting run goes on with the resolution",
+            "AnswerBody",
+        ),
     }

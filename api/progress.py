@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TextIO
 
+from controlroom.domain.flow_events import FlowDecided
 from controlroom.domain.issue import IssueOpened
 from controlroom.domain.run_events import (
     AgentMicroStepResponded,
@@ -19,6 +20,7 @@ from controlroom.domain.run_events import (
     StepCompleted,
     StepFailed,
     StepStarted,
+    StepWaiting,
 )
 from controlroom.eventstore.store import Positioned, Tracking
 
@@ -57,7 +59,7 @@ class ProgressPrinter:
             )
             self._say(
                 f"  [{e.step_index + 1}/{self.total}] phase {e.phase.upper()} · "
-                f"{e.step_id} ({what}) …"
+                f"{e.instance_id or e.step_id} ({what}) …"
             )
         elif isinstance(e, AgentMicroStepResponded):
             # A T1 agent's triage and evidence calls, each a decision worth seeing.
@@ -69,12 +71,18 @@ class ProgressPrinter:
             took = f" {(e.timestamp - began).total_seconds() * 1000:.0f} ms" if began else ""
             self._say(f"      ✓ {e.output_slot}{took} — {e.output_preview[:100]}")
         elif isinstance(e, StepFailed):
-            self._say(f"      ✗ {e.step_id} failed: {e.error}")
+            self._say(f"      ✗ {e.instance_id or e.step_id} failed: {e.error}")
+        elif isinstance(e, FlowDecided) and e.rung:
+            # An escalation rung or a gate's rollback: what the run does about a failure.
+            self._say(f"  ↳ {e.rung.get('kind')}: {e.reason}")
+        elif isinstance(e, StepWaiting):
+            self._say(f"  … {e.instance_id} waits: {e.reason.splitlines()[0][:160]}")
         elif isinstance(e, DodChecked):
             for r in e.results:
                 self._say(f"  DoD {'✓' if r.passed else '✗'} {r.detail}")
         elif isinstance(e, RunCompleted):
-            self._say(f"■ {e.originator_id} done")
+            partial = " (partial success: a step was deferred)" if e.outcome == 12 else ""
+            self._say(f"■ {e.originator_id} done{partial}")
         elif isinstance(e, RunFailed):
             self._say(f"■ {e.originator_id} failed: {e.error}")
         elif isinstance(e, RunCancelled):

@@ -18,8 +18,10 @@ from controlroom.api.cli_common import (
     EXIT_CONFLICT,
     EXIT_DONE,
     EXIT_FAILED,
+    EXIT_HUMAN_INPUT,
     EXIT_INTERRUPTED,
     EXIT_NOT_ROUTABLE,
+    EXIT_PARTIAL,
     STATUS_EXIT,
     emit_json,
     open_context,
@@ -28,7 +30,7 @@ from controlroom.api.cli_common import (
 )
 from controlroom.domain.errors import ControlRoomError, NotRoutableError, RunConflictError
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run import Run
+from controlroom.domain.run import Run, RunStatus
 from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.ports import process_owner
@@ -177,6 +179,25 @@ def cmd_resume(ns: argparse.Namespace) -> int:
     return worst
 
 
+def resume_here(ctx: Context, run_id: str, *, quiet: bool, as_json: bool) -> int:
+    """Continue one run in this process (after a person's answer), reported as `run` does."""
+    from controlroom.api.progress import ProgressPrinter
+
+    service = RunService(ctx)
+    printer = None if quiet else ProgressPrinter(total_steps=service.load(run_id).total_steps)
+    if printer:
+        ctx.store.observe(printer)
+    try:
+        run = event_loop.run(service.resume(run_id, owner=process_owner()))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if printer:
+            ctx.store.unobserve(printer)
+    return _finish(ctx, run, as_json)
+
+
 def cmd_retry(ns: argparse.Namespace) -> int:
     """Continue a failed run from the step that failed, or from an earlier one (`--from`).
 
@@ -242,7 +263,20 @@ def follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json
 
 
 def _print_run_summary(run: Run, ctx: Context) -> None:
-    print(f"{run.id}: {run.status.value}" + (f" — {run.error}" if run.error else ""))
+    if run.awaiting.get("kind") == "person" and run.is_waiting:
+        issue = run.awaiting.get("issue_id")
+        print(
+            f"{run.id}: waiting for a person ({run.awaiting.get('owner', 'user')}) at step "
+            f"'{run.waiting_on}'"
+        )
+        print(
+            f'  answer: controlroom issues answer {issue} "RESOLUTION"   '
+            f"(read the story: controlroom issues show {issue}; or: controlroom cancel "
+            f"{run.id})"
+        )
+    else:
+        state = run.status.value + (" (partial success)" if run.outcome == 12 else "")
+        print(f"{run.id}: {state}" + (f" — {run.error}" if run.error else ""))
     with read_views(ctx, after_command=True) as views:
         issues = views.query.issues(run_id=run.id)
     for issue in issues:
@@ -278,4 +312,8 @@ def _finish(ctx: Context, run: Run, as_json: bool) -> int:
             emit_json(views.query.run(run.id).model_dump(mode="json"))
     else:
         _print_run_summary(run, ctx)
+    if run.is_waiting and run.awaiting.get("kind") == "person":
+        return EXIT_HUMAN_INPUT
+    if run.status == RunStatus.DONE and run.outcome == EXIT_PARTIAL:
+        return EXIT_PARTIAL
     return STATUS_EXIT.get(run.status, EXIT_FAILED)

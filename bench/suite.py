@@ -4,7 +4,7 @@ in the same run, on SQLite and (when reachable) PostgreSQL.
     .venv/bin/python bench/suite.py [--quick] [--postgres DSN] [--markdown FILE]
 
 Rows:
-- per-step cost of the main job (9 steps, offline model at zero latency) and of a recipe of
+- per-step cost of the main job (11 steps, offline model at zero latency) and of a recipe of
   8 trivial tool steps, beside a raw `eventsourcing` save of one small event per step, and
   beside the library's own recorder storing the very records those runs committed, commit
   by commit; and the same cost less what the steps record themselves spending (each
@@ -71,7 +71,7 @@ from controlroom.tools.workspace import Workspace  # noqa: E402
 CLI = str(Path(sys.executable).parent / "controlroom")
 #: The main job as `scripts/demo` runs it (routed to creative_draft_scene).
 DRAFT = "Draft scene 4 from the outline"
-DRAFT_STEPS: Final = 9  # its recipe's 3 tool steps and 6 agent steps
+DRAFT_STEPS: Final = 11  # its recipe's 3 tool steps, 5 agents, 2 review gates and the write
 TRIVIAL = {
     "recipe_id": "trivial_steps",
     "phase_a": [{"step_id": f"s{i}", "tool": "noop", "output_slot": f"slot{i}"} for i in range(8)],

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from controlroom.domain.run_events import TokenUsage
 
 
 class ControlRoomError(Exception):
@@ -169,6 +172,37 @@ class ModelCallError(ModelError):
         self.retryable = kind in self.RETRYABLE
         super().__init__(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")
 
+    def after_retries(self, message: str) -> ModelCallError:
+        """This failure as the end of the call, told as `message` (who asked, after how
+        many attempts): the same class, kind and status, so the step reporting it still
+        reads as a model call's failure (a transport one, for its flow), and a cut reply
+        as a `ReplyCutError`."""
+        return _retold(type(self), self, message)
+
+
+def _retold(cls: type[ModelCallError], error: ModelCallError, message: str) -> ModelCallError:
+    told = cls.__new__(cls)
+    told.__dict__.update(error.__dict__)
+    told.args = (message,)
+    return told
+
+
+class ReplyCutError(ModelCallError):
+    """The reply stopped at the token limit (OpenAI's `finish_reason: length`, Anthropic's
+    `stop_reason: max_tokens`, the offline `cut` fault): a failure of the call, never a
+    step's output, and not retried (the same request would be cut again). `max_tokens` is
+    the limit the request set (None: the server's own); `usage`, what the cut reply cost."""
+
+    def __init__(
+        self, max_tokens: int | None, reason: str, usage: TokenUsage | None = None
+    ) -> None:
+        limit = f"max_tokens {max_tokens}" if max_tokens is not None else "the server's limit"
+        super().__init__(
+            "unusable", f"the reply was cut off at the token limit ({limit}, {reason})"
+        )
+        self.max_tokens = max_tokens
+        self.usage = usage
+
 
 #: What went wrong with the store, told apart where the driver raised it
 #: (`eventstore/faults.py`), so that nobody reads an error's text to learn it.
@@ -268,3 +302,46 @@ class StepCrashedError(ControlRoomError):
         self.error_type = type(error).__name__
         detail = str(error) or self.error_type
         super().__init__(f"step '{step_id}' stopped on an unexpected {self.error_type}: {detail}")
+
+
+class StepDeferredError(ControlRoomError):
+    """Triage set the step aside (DEFER): the run goes on without it and ends a partial
+    success; the reason and the note are kept for the gap analysis."""
+
+    def __init__(self, step_id: str, reason: str, note: str) -> None:
+        self.step_id, self.reason, self.note = step_id, reason, note
+        super().__init__(
+            f"step '{step_id}' deferred: {reason}" + (f" (note: {note})" if note else "")
+        )
+
+
+class TriageBlockedError(ControlRoomError):
+    """Triage blocked the step (or its RELAX / DEFER was overruled): a person decides."""
+
+    def __init__(self, step_id: str, reason: str) -> None:
+        self.step_id = step_id
+        super().__init__(f"step '{step_id}' blocked by triage: {reason}")
+
+
+class GateFailedError(ControlRoomError):
+    """A review gate's verdict is FAIL (failure kind `gate`). The message is the feedback
+    the step it rolls back to reads: the gate, where its verdict came from, and the
+    findings (bounded: `left_out` says how many more there were)."""
+
+    def __init__(
+        self,
+        gate_id: str,
+        findings: Sequence[str],
+        rollback_to: str,
+        source: str = "",
+        left_out: int = 0,
+    ) -> None:
+        self.gate_id = gate_id
+        self.findings = list(findings)
+        self.rollback_to = rollback_to
+        self.source = source
+        self.left_out = left_out
+        listed = "; ".join(f"{i}) {finding}" for i, finding in enumerate(self.findings, 1))
+        more = f"; and {left_out} more finding(s) left out" if left_out else ""
+        where = f" ({source})" if source else ""
+        super().__init__(f"review gate '{gate_id}' FAIL{where}: {listed or 'no findings'}{more}")

@@ -34,10 +34,11 @@ class Performed:
     instance_id: str
 
 
-#: What kind of failure ended a step: a model server that kept failing (`transport`), a
-#: reply that never met its contract (`contract`, STOP_HOOK), the step's own work
-#: (`performer`), or a gate's verdict (`gate`).
-FailureKind = Literal["transport", "contract", "performer", "gate"]
+#: What kind of failure ended a step: a model server that kept failing or a reply cut at
+#: the token limit (`transport`), a reply that never met its contract (`contract`,
+#: STOP_HOOK), the step's own work (`performer`), a gate's verdict (`gate`), a triage that
+#: blocked it (`blocked`) or set it aside (`deferred`).
+FailureKind = Literal["transport", "contract", "performer", "gate", "blocked", "deferred"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,18 @@ class StepFailure:
 
 
 @dataclass(frozen=True)
+class HumanAnswer:
+    """A person's resolution for a step that waited for one."""
+
+    step_id: str
+    instance_id: str
+    resolution: str
+    by: str
+    #: The model the person chose for the step's next run (else the ladder's strongest).
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class PastDecision:
     """A decision recorded earlier in the run (from its `FlowDecided` event)."""
 
@@ -58,6 +71,8 @@ class PastDecision:
     choice: str
     instance_id: str | None
     reason: str
+    #: The ladder rung the decision climbed, when it is one (`domain/ladder.py`).
+    rung: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -68,9 +83,11 @@ class Overrides:
     model: str | None = None
     prompt_additions: tuple[str, ...] = ()
     args: Mapping[str, Any] = field(default_factory=dict)
+    #: A ladder rung's work around the step (consult, triage, a person): `engine/ladder.py`.
+    ladder: Mapping[str, Any] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.model or self.prompt_additions or self.args)
+        return bool(self.model or self.prompt_additions or self.args or self.ladder)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -80,6 +97,8 @@ class Overrides:
             data["prompt_additions"] = list(self.prompt_additions)
         if self.args:
             data["args"] = dict(self.args)
+        if self.ladder:
+            data["ladder"] = dict(self.ladder)
         return data
 
     @classmethod
@@ -89,6 +108,7 @@ class Overrides:
             model=data.get("model"),
             prompt_additions=tuple(data.get("prompt_additions") or ()),
             args=dict(data.get("args") or {}),
+            ladder=dict(data.get("ladder") or {}),
         )
 
 
@@ -102,6 +122,7 @@ class RunStep:
     index: int
     overrides: Overrides = NO_OVERRIDES
     reason: str = ""
+    rung: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +130,7 @@ class StepsDone:
     """No more steps: the Definition of Done decides how the run ends."""
 
     reason: str = ""
+    rung: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +139,7 @@ class FailRun:
 
     reason: str
     outcome: int = 1
+    rung: Mapping[str, Any] | None = None
 
 
 Decision = RunStep | StepsDone | FailRun
@@ -133,6 +156,12 @@ class RunView:
     times_started: Mapping[str, int]
     #: The failure of the step that just failed; None after a step completed.
     failure: StepFailure | None = None
+    #: The ladder each step climbs when it fails, as recorded when the run started.
+    ladders: Mapping[str, Any] = field(default_factory=dict)
+    #: A person's answer to the step that waited for one (None otherwise).
+    answer: HumanAnswer | None = None
+    #: The triage verdicts so far in the run (RELAX, DEFER, BLOCK), oldest first.
+    triage: Sequence[str] = ()
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -153,6 +182,11 @@ class RunView:
                 "failure": None
                 if self.failure is None
                 else [self.failure.instance_id, self.failure.kind, self.failure.error],
+                **(
+                    {"answer": [self.answer.instance_id, self.answer.resolution]}
+                    if self.answer
+                    else {}
+                ),
             }
         )
 
@@ -221,6 +255,8 @@ def flow_for(recipe: Recipe) -> FlowPolicy:
 def is_default(decision: Decision, view: RunView) -> bool:
     """Whether `decision` is what linear flow would answer: such answers are not recorded
     (the step's own events say it all, and stores written before flows read unchanged)."""
+    if decision.rung or view.answer is not None:
+        return False  # a ladder's rung is always recorded
     linear = LINEAR.decide(view)
     if isinstance(decision, RunStep):
         return (

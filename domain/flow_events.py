@@ -28,5 +28,8 @@ class FlowDecided(DomainEvent):
     reason: str
     overrides: dict[str, Any] = Field(default_factory=dict)
     outcome: int | None = None
+    #: The escalation-ladder rung this decision climbed (kind, subject step, from and to
+    #: model, the failure it answers), when it is one (`domain/ladder.py`).
+    rung: dict[str, Any] | None = None
     #: A hash of the view the decision was made from (what ran, slots, the failure).
     context_sha256: str

@@ -32,6 +32,17 @@ class IssueClosed(DomainEvent):
     by: str = "user"
 
 
+class IssueAnswered(DomainEvent):
+    """A person answered an issue that waits for one (`needs_human`): the answer continues
+    the run that waits (a policy delivers it), and the issue is closed by it."""
+
+    type_name: ClassVar[str] = "IssueAnswered"
+    resolution: str
+    by: str = "user"
+    #: The model the person chose for the step's next run (`provider:model`), if any.
+    model: str | None = None
+
+
 class IssueReopened(DomainEvent):
     type_name: ClassVar[str] = "IssueReopened"
     reason: str
@@ -91,6 +102,8 @@ class Issue(Aggregate):
         self.run_id: str | None = None
         #: Every run that found it: the one that opened it, then each recurrence.
         self.runs: list[str] = []
+        self.kind = ""
+        self.check: dict[str, Any] | None = None
 
     @classmethod
     def open(cls, issue_id: str, at: datetime, **fields: Any) -> Issue:
@@ -102,6 +115,22 @@ class Issue(Aggregate):
         if self.status != "open":
             raise IssueStateError(self.id, self.status, "close it: it is closed already")
         self._trigger(IssueClosed, at, resolution=_note(resolution, "resolution"), by=by)
+
+    def answer(
+        self, at: datetime, resolution: str, by: str = "user", model: str | None = None
+    ) -> None:
+        """A person's resolution for an issue that waits for one; closes it."""
+        if self.kind != "needs_human":
+            raise IssueStateError(
+                self.id, self.kind or "not a question", "answer it: only a needs_human issue waits"
+            )
+        if self.status != "open":
+            raise IssueStateError(self.id, self.status, "answer it: it is closed already")
+        if not resolution.strip():
+            raise BadInputError("an answer needs a resolution: say what the step should do")
+        self._trigger(
+            IssueAnswered, at, resolution=_note(resolution, "resolution"), by=by, model=model
+        )
 
     def reopen(
         self, at: datetime, reason: str, by: str = "user", run_id: str | None = None
@@ -126,9 +155,11 @@ class Issue(Aggregate):
     def apply(self, event: DomainEvent) -> None:
         if isinstance(event, IssueOpened):
             self.title = event.title
+            self.kind = event.kind
+            self.check = event.check
             self.run_id = event.run_id
             self.runs = [event.run_id] if event.run_id else []
-        elif isinstance(event, IssueClosed):
+        elif isinstance(event, IssueClosed | IssueAnswered):
             self.status = "closed"
         elif isinstance(event, IssueReopened):
             self.status = "open"

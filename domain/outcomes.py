@@ -361,6 +361,8 @@ class ReplyRejection:
     will_retry: bool
     request: RecordedRequest | None = None
     reply_digest: ReplyDigest | None = None
+    #: What the rejected reply cost (priced models): charged to its step.
+    cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors", bounded_errors(self.errors))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, SerializeAsAny, Tag
 
 from controlroom.domain.canonical import sha256_json
+from controlroom.domain.iteration import IterationSpec
 from controlroom.domain.refs import parse_ref
 from controlroom.domain.steps import (
     STEP_KINDS,
@@ -44,7 +45,55 @@ class FileExists(_Frozen):
     path: Annotated[Ref | str, Field(union_mode="left_to_right")]
 
 
-DodCheck = Annotated[SlotNotNull | SlotFieldEquals | FileExists, Field(discriminator="check")]
+class SlotFieldEmpty(_Frozen):
+    """Holds when `slot.field` is there and holds nothing (an empty list, object or string,
+    or null): a tool's list of findings, say. A field that is not there fails: a check
+    over a report whose shape changed must not pass on nothing."""
+
+    check: Literal["slot_field_empty"]
+    slot: str
+    field: str = Field(min_length=1, description="Dot-path into the slot value.")
+
+
+#: `{name}` in a `slot_mentions_each` template: a field of the item.
+MENTION_FIELD = r"\{([A-Za-z_][A-Za-z0-9_]*)\}"
+
+
+class SlotMentionsEach(_Frozen):
+    """Holds when the text of `slot` mentions every item of a list (`items`, a `$ref`
+    such as `consistency_report.findings`): an item is mentioned when the text holds one
+    of the `mention` templates filled with the item's fields (`{path}:{line}`). An empty
+    list holds; a value that is not a list does not."""
+
+    check: Literal["slot_mentions_each"]
+    slot: str
+    items: Ref
+    mention: list[Annotated[str, Field(pattern=f".*{MENTION_FIELD}.*")]] = Field(
+        min_length=1,
+        description="Templates of an item's fields, e.g. `{path}:{line}`; any one will do.",
+    )
+
+
+DodCheck = Annotated[
+    SlotNotNull | SlotFieldEquals | FileExists | SlotFieldEmpty | SlotMentionsEach,
+    Field(discriminator="check"),
+]
+
+
+def check_slots(check: DodCheck) -> list[tuple[str, str]]:
+    """The slots a check reads by name, as (JSON path relative to the check, slot)."""
+    if isinstance(check, SlotNotNull | SlotFieldEquals | SlotFieldEmpty | SlotMentionsEach):
+        return [("slot", check.slot)]
+    return []
+
+
+def check_refs(check: DodCheck) -> list[tuple[str, str]]:
+    """The `$ref`s of a check, as (JSON path relative to the check, ref text)."""
+    if isinstance(check, FileExists) and isinstance(check.path, Ref):
+        return [("path.$ref", check.path.ref)]
+    if isinstance(check, SlotMentionsEach):
+        return [("items.$ref", check.items.ref)]
+    return []
 
 
 def _phase_entry(phase: Phase) -> Any:
@@ -89,6 +138,9 @@ class Recipe(_Frozen):
     #: The flow policy: a name, or `{"policy": name, "options": {...}}`; unset is linear
     #: (and left out of the snapshot, so appendix B recipes keep their fingerprints).
     flow: Annotated[FlowRef | str, Field(union_mode="left_to_right")] | None = None
+    #: A pipeline recipe: running it again on the same target is its next iteration
+    #: (`domain/iteration.py`).
+    iteration: IterationSpec | None = None
 
     def flow_name(self) -> str:
         if self.flow is None:
@@ -141,8 +193,8 @@ class Recipe(_Frozen):
                 for where, ref in step.refs():
                     yield f"$.{phase}[{i}].{where}", ref
         for i, check in enumerate(self.dod):
-            if isinstance(check, FileExists) and isinstance(check.path, Ref):
-                yield f"$.dod[{i}].path.$ref", check.path.ref
+            for where, ref in check_refs(check):
+                yield f"$.dod[{i}].{where}", ref
 
     def required_args(self) -> set[str]:
         """Args the task must supply: every `task.args.X` the recipe reads."""
@@ -168,3 +220,7 @@ def _rebuild_recipe_model() -> None:
 
 
 STEP_KINDS.on_change(_rebuild_recipe_model)
+
+# Step kinds built on the recipe's own models (a review gate's checks are DoD checks)
+# register here, so every reader of a recipe, an old run's snapshot among them, knows them.
+from controlroom.domain import gates as _gates  # noqa: E402, F401

@@ -9,14 +9,9 @@ from pydantic import ValidationError
 
 from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
 from controlroom.domain.flow import FLOWS, MAX_INSTANCES_CAP
-from controlroom.domain.recipe import (
-    FileExists,
-    Recipe,
-    SlotFieldEquals,
-    SlotNotNull,
-)
+from controlroom.domain.recipe import Recipe, check_refs, check_slots
 from controlroom.domain.refs import TASK_FIELDS, TASK_ROOT, parse_ref
-from controlroom.domain.steps import KnownNames, StepSpec
+from controlroom.domain.steps import KnownNames, Phase, StepSpec
 
 
 def json_path(loc: tuple[int | str, ...]) -> str:
@@ -88,18 +83,27 @@ def check_recipe(
     paths: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
     known = KnownNames(frozenset(known_tools), frozenset(known_prompts))
-    phases: list[tuple[str, Sequence[StepSpec]]] = [
-        ("phase_a", recipe.phase_a),
-        ("phase_b", recipe.phase_b),
+    phases: list[tuple[Phase, Sequence[StepSpec]]] = [
+        ("a", recipe.phase_a),
+        ("b", recipe.phase_b),
     ]
-    for phase, steps in phases:
+    in_order = [(letter, step) for letter, steps in phases for step in steps]
+    position = 0
+    for letter, steps in phases:
+        phase = f"phase_{letter}"
         for i, step in enumerate(steps):
             here = f"$.{phase}[{i}]"
             if step.step_id in seen_ids:
                 problem(f"{here}.step_id", f"duplicate step id '{step.step_id}'")
             seen_ids[step.step_id] = here
+            if step.phases is not None and letter not in step.phases:
+                allowed = " or ".join(f"phase_{p}" for p in step.phases)
+                problem(f"{here}.kind", f"a '{step.kind}' step belongs in {allowed}")
             for where, message in step.problems(known):
                 problem(f"{here}.{where}", message)
+            for where, message in step.placement_problems(in_order, position):
+                problem(f"{here}.{where}", message)
+            position += 1
             for path in step.paths_written():
                 if path in paths:
                     problem(
@@ -110,12 +114,9 @@ def check_recipe(
                 paths.setdefault(path, step.step_id)
             for where, ref in step.refs():
                 _check_ref(ref, f"{here}.{where}", written, problem)
-            for j, slot in enumerate(step.slots_read()):
+            for where, slot in step.slot_reads():
                 if slot not in written:
-                    problem(
-                        f"{here}.input_slots[{j}]",
-                        f"reads slot '{slot}' before any step writes it",
-                    )
+                    problem(f"{here}.{where}", f"reads slot '{slot}' before any step writes it")
             slot = step.output_slot
             if slot == TASK_ROOT:
                 problem(f"{here}.output_slot", "'task' is reserved for task metadata")
@@ -128,10 +129,11 @@ def check_recipe(
 
     for i, check in enumerate(recipe.dod):
         here = f"$.dod[{i}]"
-        if isinstance(check, SlotNotNull | SlotFieldEquals) and check.slot not in written:
-            problem(f"{here}.slot", f"checks slot '{check.slot}' that no step writes")
-        if isinstance(check, FileExists) and not isinstance(check.path, str):
-            _check_ref(check.path.ref, f"{here}.path.$ref", written, problem)
+        for where, slot in check_slots(check):
+            if slot not in written:
+                problem(f"{here}.{where}", f"checks slot '{slot}' that no step writes")
+        for where, ref in check_refs(check):
+            _check_ref(ref, f"{here}.{where}", written, problem)
     return problems
 
 

@@ -19,6 +19,7 @@ from controlroom.domain.flow import (
     FailRun,
     FailureKind,
     FlowPolicy,
+    HumanAnswer,
     Overrides,
     PastDecision,
     Performed,
@@ -31,6 +32,8 @@ from controlroom.domain.flow import (
     is_default,
 )
 from controlroom.domain.flow_events import FlowDecided
+from controlroom.domain.ladder import Laddered, TriageDecided, deferred_slots
+from controlroom.domain.ladder_spec import Ladder
 from controlroom.domain.outcomes import (
     AbstentionReport,
     AgentOutcome,
@@ -55,6 +58,7 @@ from controlroom.domain.run_events import (
     DodResult,
     FileWriteIntended,
     FileWritten,
+    HumanAnswered,
     ModelAttemptFailed,
     ModelRequestRecorded,
     ReceiptIssued,
@@ -125,6 +129,14 @@ def slot_value_of_text(text: str) -> Any:
     return text
 
 
+def _reads_any(check: dict[str, Any], slots: set[str]) -> bool:
+    """Whether a DoD check reads one of `slots` (its `slot`, or a `$ref`'s root)."""
+    if check.get("slot") in slots:
+        return True
+    refs = [v.get("$ref") for v in check.values() if isinstance(v, dict)]
+    return any(isinstance(r, str) and r.split(".", 1)[0].split("[", 1)[0] in slots for r in refs)
+
+
 class Run(Aggregate):
     def __init__(self, aggregate_id: str) -> None:
         super().__init__(aggregate_id)
@@ -143,6 +155,8 @@ class Run(Aggregate):
         #: The step instance being performed (or waited on), None between steps and after.
         self.current: StepInstance | None = None
         self.waiting_on: str | None = None
+        #: What the waiting step waits for (`{"kind": "person", "issue_id": ...}`).
+        self.awaiting: dict[str, Any] = {}
         self.history: list[Performed] = []
         self.times_started: dict[str, int] = {}
         self.slot_values: dict[str, Any] = {}
@@ -163,6 +177,12 @@ class Run(Aggregate):
         #: The flow's recorded decisions, and the overrides they gave step instances.
         self.decisions: list[PastDecision] = []
         self.overrides: dict[str, Overrides] = {}
+        #: The escalation ladder of each step that has one, as recorded at the start.
+        self.ladders: dict[str, Ladder] = {}
+        #: Triage verdicts (RELAX, DEFER, BLOCK) in the order they were given.
+        self.triage_verdicts: list[str] = []
+        #: Seed 004's outcome code once the run has ended.
+        self.outcome: int | None = None
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -177,6 +197,7 @@ class Run(Aggregate):
         session_id: str,
         trace_id: str,
         origin: RunOrigin | None = None,
+        ladders: dict[str, Ladder] | None = None,
     ) -> Run:
         run = cls(run_id)
         run._trigger(
@@ -191,6 +212,10 @@ class Run(Aggregate):
             trace_id=trace_id,
             total_steps=recipe.total_steps,
             origin=origin,
+            ladders={
+                step: ladder.model_dump(mode="json", exclude_none=True)
+                for step, ladder in (ladders or {}).items()
+            },
         )
         run._start_next(at)
         return run
@@ -294,6 +319,35 @@ class Run(Aggregate):
         self._record_outcome(at, self.current, outcome)
         return True
 
+    def answer(
+        self,
+        at: datetime,
+        instance: str,
+        resolution: str,
+        by: str = "user",
+        issue_id: str | None = None,
+        model: str | None = None,
+    ) -> bool:
+        """A person answers the step waiting for one: the flow decides what follows (the
+        ladder runs the step again with the resolution). Returns False, recording nothing,
+        when that instance is not (or no longer) waiting: answering is idempotent."""
+        if self.status != RunStatus.RUNNING or self.waiting_on != instance:
+            return False
+        assert self.current is not None
+        step_id = self.current.step.step_id
+        self._trigger(
+            HumanAnswered,
+            at,
+            step_id=step_id,
+            instance_id=instance,
+            resolution=resolution,
+            by=by,
+            issue_id=issue_id,
+            model=model,
+        )
+        self._start_next(at, answer=HumanAnswer(step_id, instance, resolution, by, model))
+        return True
+
     def record_model_attempt(self, at: datetime, report: AttemptReport) -> None:
         """A step's report while it runs: a failed call (any step that calls a model), or an
         agent step's reply that broke the contract, or its STOP_HOOK."""
@@ -328,6 +382,7 @@ class Run(Aggregate):
                 usage=report.usage,
                 will_retry=report.will_retry,
                 reply_digest=report.reply_digest,
+                cost_usd=report.cost_usd,
             )
             return
         failure = report
@@ -460,11 +515,21 @@ class Run(Aggregate):
             raise RunStateError(self.id, "still running steps", "check its Definition of Done")
         passed = all(r.passed for r in results)
         self._trigger(DodChecked, at, passed=passed, results=results)
-        if passed:
-            self._trigger(RunCompleted, at)
+        deferred = deferred_slots(self.decisions)
+        # A check over a slot a deferred step never wrote does not fail the run: the run is
+        # a partial success (seed 004's 12), and the gap is the deferral's record.
+        failing = [r for r in results if not r.passed and not _reads_any(r.check, deferred)]
+        if passed and not deferred:
+            self._trigger(RunCompleted, at, outcome=0)
+        elif not failing:
+            self._trigger(RunCompleted, at, outcome=12)
         else:
-            failed = sum(not r.passed for r in results)
-            self._trigger(RunFailed, at, error=f"Definition of Done: {failed} check(s) failed")
+            self._trigger(
+                RunFailed,
+                at,
+                error=f"Definition of Done: {len(failing)} check(s) failed",
+                outcome=1,
+            )
 
     def cancel(self, at: datetime, reason: str) -> None:
         self._check_running("cancel")
@@ -524,7 +589,9 @@ class Run(Aggregate):
         # and readers still see which step is running.
         self._start_next(at)
 
-    def view(self, failure: StepFailure | None = None) -> RunView:
+    def view(
+        self, failure: StepFailure | None = None, answer: HumanAnswer | None = None
+    ) -> RunView:
         """The read-only view a flow decides from."""
         assert self.recipe is not None
         return RunView(
@@ -534,14 +601,20 @@ class Run(Aggregate):
             decisions=tuple(self.decisions),
             times_started=MappingProxyType(self.times_started),
             failure=failure,
+            ladders=MappingProxyType(self.ladders),
+            answer=answer,
+            triage=tuple(self.triage_verdicts),
         )
 
-    def _start_next(self, at: datetime, failure: StepFailure | None = None) -> None:
-        """Ask the flow what follows the step that just completed or failed, record its
-        answer when it is not linear's, and act on it (start a step, or fail the run)."""
+    def _start_next(
+        self, at: datetime, failure: StepFailure | None = None, answer: HumanAnswer | None = None
+    ) -> None:
+        """Ask the flow what follows the step that just completed, failed or was answered,
+        record its answer when it is not linear's, and act on it (start a step, or fail the
+        run). The escalation ladder comes first whatever the recipe's flow."""
         assert self.recipe is not None
-        flow = flow_for(self.recipe)
-        view = self.view(failure)
+        flow = Laddered(flow_for(self.recipe))
+        view = self.view(failure, answer)
         decision = self._bounded(self._ask(flow, view), view)
         if not is_default(decision, view):
             self._record_decision(at, flow, view, decision)
@@ -549,7 +622,11 @@ class Run(Aggregate):
             self._start_step(at, decision.index)
         elif isinstance(decision, FailRun):
             self._trigger(
-                RunFailed, at, error=decision.reason, step_id=failure.step_id if failure else None
+                RunFailed,
+                at,
+                error=decision.reason,
+                step_id=failure.step_id if failure else None,
+                outcome=decision.outcome,
             )
 
     @staticmethod
@@ -586,12 +663,13 @@ class Run(Aggregate):
             else (self.history[-1].instance_id if self.history else None)
         )
         fields: dict[str, Any] = {
-            "flow": flow.name,
+            "flow": "ladder" if decision.rung else flow.name,
             "after_instance": after,
             "failure_kind": failure.kind if failure else None,
             "candidates": [s.step_id for s in self.recipe.steps],
             "reason": decision.reason,
             "context_sha256": view.fingerprint(),
+            "rung": dict(decision.rung) if decision.rung else None,
         }
         if isinstance(decision, RunStep):
             step_id = self.recipe.steps[decision.index].step_id
@@ -630,11 +708,17 @@ class Run(Aggregate):
             handler(self, event)
         elif isinstance(event, JournalRecord):
             self.journal.setdefault(event.instance_id, []).append(event)
+            if isinstance(event, TriageDecided):
+                self.triage_verdicts.append(event.decision)
 
     def _on_decided(self, e: FlowDecided) -> None:
-        self.decisions.append(PastDecision(e.after_instance, e.choice, e.instance_id, e.reason))
+        self.decisions.append(
+            PastDecision(e.after_instance, e.choice, e.instance_id, e.reason, e.rung)
+        )
         if e.instance_id is not None and e.overrides:
             self.overrides[e.instance_id] = Overrides.from_json(e.overrides)
+        if e.choice == "done":
+            self.current = None  # the steps are done, even after one that failed
 
     def _on_started(self, e: RunStarted) -> None:
         self.status = RunStatus.RUNNING
@@ -644,6 +728,7 @@ class Run(Aggregate):
         self.trace_id = e.trace_id
         self.total_steps = e.total_steps
         self.origin = e.origin or UNKNOWN_USER
+        self.ladders = {step: Ladder.model_validate(data) for step, data in e.ladders.items()}
 
     def _on_claimed(self, e: RunClaimed) -> None:
         self.owner = e.owner
@@ -666,6 +751,7 @@ class Run(Aggregate):
 
     def _on_step_waiting(self, e: StepWaiting) -> None:
         self.waiting_on = e.instance_id
+        self.awaiting = dict(e.awaiting)
 
     def _on_receipt(self, e: ReceiptIssued) -> None:
         self.receipt_outputs[e.receipt_id] = e.output
@@ -696,6 +782,7 @@ class Run(Aggregate):
 
     def _on_retried(self, e: RunRetried) -> None:
         self.status = RunStatus.RUNNING
+        self.outcome = None
         self.error = None
         self.dod_results = None
         self.failed_step_index = None
@@ -710,12 +797,19 @@ class Run(Aggregate):
 
     def _on_completed(self, e: RunCompleted) -> None:
         self._finish(RunStatus.DONE, None)
+        self.outcome = e.outcome if e.outcome is not None else 0
 
     def _on_failed(self, e: RunFailed) -> None:
         self._finish(RunStatus.FAILED, e.error)
+        self.outcome = e.outcome if e.outcome is not None else 1
+
+    def _on_answered(self, e: HumanAnswered) -> None:
+        self.current = None
+        self.waiting_on = None
 
     def _on_cancelled(self, e: RunCancelled) -> None:
         self._finish(RunStatus.CANCELLED, f"cancelled: {e.reason}")
+        self.outcome = 20  # INTERRUPTED
 
     def _finish(self, status: RunStatus, error: str | None) -> None:
         self.status = status
@@ -743,4 +837,5 @@ _APPLIERS: dict[type[DomainEvent], Any] = {
     RunCompleted: Run._on_completed,
     RunFailed: Run._on_failed,
     RunCancelled: Run._on_cancelled,
+    HumanAnswered: Run._on_answered,
 }

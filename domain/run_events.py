@@ -126,6 +126,9 @@ class RunStarted(DomainEvent):
     #: Who or what started the run; None in events written before origins were recorded
     #: (read as a user's).
     origin: RunOrigin | None = None
+    #: The escalation ladder of each step that has one (`domain/ladder.py`), by step id,
+    #: resolved when the run started (the step's own, else its role's in models.json).
+    ladders: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class StepStarted(DomainEvent):
@@ -263,6 +266,8 @@ class AgentReplyRejected(DomainEvent):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     will_retry: bool
     reply_digest: ReplyDigest | None = None
+    #: What the rejected reply cost (priced models; None otherwise or in older events).
+    cost_usd: float | None = None
 
 
 class StopHook(DomainEvent):
@@ -381,12 +386,32 @@ class DodChecked(DomainEvent):
 
 class RunCompleted(DomainEvent):
     type_name: ClassVar[str] = "RunCompleted"
+    #: Seed 004's outcome code: 0 SUCCESS, 12 PARTIAL_SUCCESS (a step was deferred). None
+    #: in events written before codes were recorded (read as 0).
+    outcome: int | None = None
 
 
 class RunFailed(DomainEvent):
     type_name: ClassVar[str] = "RunFailed"
     error: str
     step_id: str | None = None
+    #: Seed 004's outcome code (1 FAILURE, 10 NEEDS_REFINEMENT, 11 NEEDS_ESCALATION, ...);
+    #: None in events written before codes were recorded (read as 1).
+    outcome: int | None = None
+
+
+class HumanAnswered(DomainEvent):
+    """A person answered the step that waited for one (the ladder's last rung): the run's
+    flow decides what follows, with the resolution (the step runs again with it)."""
+
+    type_name: ClassVar[str] = "HumanAnswered"
+    step_id: str
+    instance_id: str
+    resolution: str
+    by: str = "user"
+    issue_id: str | None = None
+    #: The model the person chose for the step's next run, if they chose one.
+    model: str | None = None
 
 
 class RunCancelled(DomainEvent):

@@ -8,12 +8,13 @@ own; the runner loop, the generic projections and the CLI do not change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from controlroom.domain.errors import PathTemplateError
+from controlroom.domain.ladder_spec import Ladder
 from controlroom.domain.templates import placeholders
 
 Phase = Literal["a", "b"]
@@ -44,6 +45,8 @@ class StepSpec(_Frozen):
 
     #: The phase whose entries are of this kind when they name none.
     default_phase: ClassVar[Phase | None] = None
+    #: The phases a step of this kind may stand in (None: either).
+    phases: ClassVar[tuple[Phase, ...] | None] = None
 
     kind: str
     step_id: str = Field(min_length=1)
@@ -52,6 +55,18 @@ class StepSpec(_Frozen):
     def slots_read(self) -> list[str]:
         """Slots the step reads directly (checked: written by an earlier step)."""
         return []
+
+    def slot_reads(self) -> list[tuple[str, str]]:
+        """`slots_read()` with where each is named, as (relative JSON path, slot)."""
+        return [(f"input_slots[{j}]", slot) for j, slot in enumerate(self.slots_read())]
+
+    def placement_problems(
+        self, steps: Sequence[tuple[Phase, StepSpec]], index: int
+    ) -> Iterator[tuple[str, str]]:
+        """What is wrong with where the step stands among the recipe's steps (`steps`, in
+        order, with their phases; it is `steps[index]`), as (relative path, message): a
+        gate's rollback target must come before it, for one."""
+        return iter(())
 
     def refs(self) -> Iterator[tuple[str, str]]:
         """Every `$ref` in the step, as (JSON path relative to the step, ref text)."""
@@ -100,6 +115,9 @@ class AgentStep(StepSpec):
     agent_archetype: str = Field(min_length=1)
     input_slots: list[str] = Field(default_factory=list)
     prompt_type: str = Field(min_length=1)
+    #: What the step climbs when it fails (`domain/ladder.py`); unset, its role's ladder
+    #: in models.json, if it has one.
+    ladder: Ladder | None = None
 
     def slots_read(self) -> list[str]:
         return list(self.input_slots)

@@ -34,6 +34,17 @@ class IssueService:
     def comment(self, issue_id: str, text: str) -> Issue:
         return self._change(issue_id, lambda i: i.comment(self.ctx.clock.now(), text))
 
+    def answer(
+        self, issue_id: str, resolution: str, by: str = "user", model: str | None = None
+    ) -> Issue:
+        """A person's resolution for a `needs_human` issue (and, if they name one, the model
+        the step runs on next): a policy continues the run."""
+        if model:
+            self.ctx.agents.check_model(model)
+        return self._change(
+            issue_id, lambda i: i.answer(self.ctx.clock.now(), resolution, by, model)
+        )
+
     def _change(self, issue_id: str, command: Callable[[Issue], None]) -> Issue:
         for _ in range(ATTEMPTS):
             issue = self.load(issue_id)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from controlroom.domain.canonical import sha256_json
-from controlroom.domain.errors import ControlRoomError, ModelCallError, ModelError
+from controlroom.domain.errors import ControlRoomError, ModelCallError
 from controlroom.domain.outcomes import AttemptFailure, AttemptReport, RecordedRequest
 from controlroom.domain.run_events import TokenUsage
 from controlroom.domain.steps import AgentStep
@@ -178,7 +178,9 @@ class Retrying:
                     )
                 )
             if not will_retry:
-                raise ModelError(
+                # Still a ModelCallError (of the last attempt's class, kind and status): the
+                # step's flow reads it as the model call's failure, not the performer's.
+                raise error.after_retries(
                     f"{self.caller} ({self.provider}/{self.model}) failed after {tries} "
                     f"attempt(s): {error}"
                 ) from error

@@ -46,6 +46,7 @@ from controlroom.domain.refs import resolve_ref
 from controlroom.domain.run import StepInstance
 from controlroom.engine.performers import Execution
 from controlroom.engine.steps import run_agent
+from controlroom.models.agents import AgentProfile
 from controlroom.prompts.contracts import Contract, schema_of
 
 #: Outputs longer than this are reports: the receipt points at them instead of repeating them.
@@ -113,7 +114,7 @@ async def call_with_packet(
     work). Raises AgentOutputInvalidError (after recording STOP_HOOK) when the reply is not
     a receipt, names an undeclared path, or raises STOP_HOOK itself."""
     ctx, run = execution.ctx, execution.run
-    profile = execution.profiles[step.agent_archetype]
+    profile = profile_for(execution, instance, step)
     packet = build_packet(execution, step, extra, item_index)
     packet_json = packet.model_dump(mode="json")
     # The packet is on record before the agent sees it: a call that fails, or a process
@@ -123,6 +124,7 @@ async def call_with_packet(
     started = ctx.clock.now()
     outcome = await _call(
         execution,
+        instance,
         step,
         {**extra, "task_packet": json.dumps(packet_json, indent=2, ensure_ascii=False)},
         receipt_contract(),
@@ -164,9 +166,24 @@ async def call_with_packet(
     return outcome, packet_json, receipt.model_dump(mode="json"), reply.output
 
 
+def profile_for(execution: Execution, instance: StepInstance, step: Step) -> AgentProfile:
+    """The role's profile, served by the model the run's flow named for this instance
+    (an escalation, a rollback's override) if it named one."""
+    profile = execution.profiles[step.agent_archetype]
+    if instance.overrides.model:
+        profile = execution.ctx.agents.with_model(profile, instance.overrides.model)
+    return profile
+
+
 async def _call(
-    execution: Execution, step: Step, extra: dict[str, str], contract: Contract | None
+    execution: Execution,
+    instance: StepInstance,
+    step: Step,
+    extra: dict[str, str],
+    contract: Contract | None,
 ) -> AgentOutcome:
+    """One agent call of the step, with what the flow gave this instance: its model, and
+    the prompt additions (a gate's findings, a consult's solution) closing the prompt."""
     run_id, on_partial = execution.run.id, execution.on_partial
 
     def partial(step_id: str, attempt: int, text: str) -> None:
@@ -176,12 +193,13 @@ async def _call(
         execution.ctx,
         execution.run,
         step,
-        execution.profiles[step.agent_archetype],
+        profile_for(execution, instance, step),
         execution.record_attempt,
         partial,
         extra_inputs=extra,
         contract_override=contract,
         also_check=reply_errors if contract is not None else None,
+        prompt_additions=instance.overrides.prompt_additions,
     )
 
 
@@ -226,7 +244,7 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
             events += [(ReceiptRecorded, {**ids, "receipt": receipt})]
             packet_id, receipt_id = packet["packet_id"], receipt["receipt_id"]
         else:
-            outcome = await _call(execution, step, extra, None)
+            outcome = await _call(execution, instance, step, extra, None)
             work, packet_id, receipt_id = outcome.output, None, None
         if outcome.request is not None:
             events.insert(0, outcome.request.event())

@@ -60,6 +60,16 @@ class Performers:
     def unregister(self, kind: str) -> None:
         self._by_kind.pop(kind, None)
 
+    def for_instance(self, instance: StepInstance) -> Performer:
+        """The performer of the instance's kind; wrapped with its ladder rung's work when
+        the flow marked it with one (consult, triage, a person: `engine/ladder_step.py`)."""
+        performer = self.for_kind(instance.step.kind)
+        if not instance.overrides.ladder:
+            return performer
+        from controlroom.engine.ladder_step import with_ladder
+
+        return with_ladder(performer)
+
     def for_kind(self, kind: str) -> Performer:
         try:
             return self._by_kind[kind]
@@ -151,3 +161,21 @@ def _register_conference() -> None:
 
 
 _register_conference()
+
+
+def _register_review_gate() -> None:
+    from controlroom.engine.gate_step import perform_review_gate
+
+    PERFORMERS.register("review_gate", perform_review_gate)
+
+
+_register_review_gate()
+
+
+async def perform_iteration_context(execution: Execution, instance: StepInstance) -> StepOutcome:
+    from controlroom.engine.iterations import perform_iteration_context as perform
+
+    return await perform(execution, instance)
+
+
+PERFORMERS.register("iteration_context", perform_iteration_context)

@@ -140,6 +140,8 @@ class FileConflictIssuePolicy:
 
 def bundled_policies() -> list[Policy]:
     from controlroom.engine.conference_policy import ConferenceClosePolicy
+    from controlroom.engine.iterations import IterationArchivePolicy
+    from controlroom.engine.ladder_policies import HumanAnswerPolicy, NeedsHumanIssuePolicy
     from controlroom.engine.plan_policies import (
         PlanProgressPolicy,
         PlanRunsPolicy,
@@ -154,6 +156,9 @@ def bundled_policies() -> list[Policy]:
         PlanProgressPolicy(),
         ReviewOutcomePolicy(),
         ConferenceClosePolicy(),
+        NeedsHumanIssuePolicy(),
+        HumanAnswerPolicy(),
+        IterationArchivePolicy(),
     ]
 
 

@@ -21,11 +21,14 @@ from controlroom.domain.dod import evaluate_dod
 from controlroom.domain.errors import (
     AgentOutputInvalidError,
     ControlRoomError,
+    GateFailedError,
     ModelCallError,
     PayloadTooLargeError,
     RunConflictError,
     StepCrashedError,
+    StepDeferredError,
     StoreUnavailableError,
+    TriageBlockedError,
     WorkspaceError,
 )
 from controlroom.domain.flow import FailureKind
@@ -41,10 +44,16 @@ from controlroom.eventstore.store import IntegrityError
 
 def failure_kind(error: ControlRoomError) -> FailureKind:
     """What kind of failure a step's error is, for its flow to decide on."""
+    if isinstance(error, StepDeferredError):
+        return "deferred"
+    if isinstance(error, TriageBlockedError):
+        return "blocked"
     if isinstance(error, AgentOutputInvalidError):
         return "contract"  # STOP_HOOK: no valid reply after the contract's re-asks
     if isinstance(error, ModelCallError):
         return "transport"  # the model server kept failing, or refused the request
+    if isinstance(error, GateFailedError):
+        return "gate"  # a review gate's FAIL: its message is the findings
     return "performer"
 
 
@@ -152,7 +161,7 @@ class StepRunner:
                 else:
                     self.phase_a.give_up()
             try:
-                performer = self.performers.for_kind(current.step.kind)
+                performer = self.performers.for_instance(current)
                 result = await self._perform(performer, execution, current)
                 if isinstance(result, Waiting):
                     run.wait(self.ctx.clock.now(), result)

@@ -33,6 +33,7 @@ from controlroom.domain.run_events import (
 )
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
+from controlroom.engine.ladders import resolve_ladders
 from controlroom.engine.phase_a_order import PhaseATurn
 from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.runner import StepRunner
@@ -105,6 +106,7 @@ class RunService:
         """The run as it would start, its first events not yet committed: the caller
         commits them (the executor through its group commit)."""
         recipe, task, routing = self.plan(request)
+        ladders = resolve_ladders(self.ctx.agents, recipe)
         run = Run.start(
             run_id=self.ctx.ids.new("run"),
             at=self.ctx.clock.now(),
@@ -114,6 +116,7 @@ class RunService:
             session_id=request.session_id or self.ctx.ids.new("sess"),
             trace_id=self.ctx.ids.new("tr"),
             origin=request.origin,
+            ladders=ladders,
         )
         if owner:
             run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)

@@ -71,6 +71,11 @@ def run_tool(ctx: Context, workspace: Workspace, run: Run, step: ToolStep) -> To
     )
 
 
+#: What an agent is shown of an input slot its step never got: one whose step triage
+#: deferred (only a pipeline's gap analysis runs without its inputs).
+NOT_WRITTEN = "(not written: the step that writes this slot was deferred in this run)"
+
+
 async def run_agent(
     ctx: Context,
     run: Run,
@@ -98,7 +103,7 @@ async def run_agent(
     three micro-calls (triage, then the finding under the step's contract, then evidence),
     each recorded; T3 and T5 agents one call, with their own prompt variant.
     """
-    shown = {slot: run.slot_texts[slot] for slot in step.input_slots}
+    shown = {slot: run.slot_texts.get(slot, NOT_WRITTEN) for slot in step.input_slots}
     # Kinds built on this one add inputs of their own (a task packet, a loop's item) and may
     # hold the reply to another contract (a receipt) with checks the schema cannot state.
     shown.update(extra_inputs or {})
@@ -190,6 +195,7 @@ async def _ask(
                     usage=response.usage,
                     will_retry=will_retry,
                     request=sent,
+                    cost_usd=cost_of(policy.prices.get(profile.model), response.usage),
                 )
             )
         if not will_retry:

@@ -38,7 +38,7 @@ def make_client(provider: str, config: ProviderConfig) -> ModelClient:
     if config.type == "offline":
         from controlroom.models.offline import OfflineModel
 
-        return OfflineModel.from_env()
+        return OfflineModel.from_env(config.faults, provider)
     if config.type == "openai":
         from controlroom.models.openai_compat import OpenAICompatibleModel
 
@@ -80,6 +80,16 @@ class AgentDirectory:
             raise ModelConfigError(f"model '{choice}' must be named as PROVIDER:MODEL")
         self.client(provider)  # configured, and its client can be built
         return replace(profile, provider=provider, model=model)
+
+    def check_model(self, choice: str) -> None:
+        """Refuse a `provider:model` no configured provider can serve (its client built)."""
+        provider, sep, model = choice.partition(":")
+        if not sep or not provider or not model:
+            raise ModelConfigError(f"model '{choice}' must be named as PROVIDER:MODEL")
+        client = self.client(provider)
+        serves = getattr(client, "serves", None)
+        if serves is not None and not serves(model):
+            raise ModelConfigError(f"provider '{provider}' does not serve model '{model}'")
 
     def provider_config(self, provider: str) -> ProviderConfig:
         try:

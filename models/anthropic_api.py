@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlroom.domain import untrusted_json
-from controlroom.domain.errors import ModelCallError
+from controlroom.domain.errors import ModelCallError, ReplyCutError
 from controlroom.domain.run_events import TokenUsage
 from controlroom.models.ambient import omitted
 from controlroom.models.bounded_http import bounded_http_client, reply_too_large
@@ -110,10 +110,14 @@ class AnthropicModel(SchemaFallback):
                     if parts and on_text is not None:
                         on_text(parts[0])
         text = well_formed("".join(parts))
+        input_tokens, output_tokens = measured
+        usage = TokenUsage(
+            input_tokens=input_tokens or approx_tokens(f"{request.system}\n{request.prompt}"),
+            output_tokens=output_tokens or approx_tokens(text),
+            estimated=not (input_tokens and output_tokens),
+        )
         if stop == "max_tokens":
-            raise ModelCallError(
-                "unusable", "the reply was cut off at the token limit (stop_reason=max_tokens)"
-            )
+            raise ReplyCutError(body["max_tokens"], "stop_reason=max_tokens", usage)
         if stop is None:
             raise ModelCallError(
                 "incomplete",
@@ -122,15 +126,7 @@ class AnthropicModel(SchemaFallback):
             )
         if not text.strip():
             raise ModelCallError("unusable", "the reply was empty")
-        input_tokens, output_tokens = measured
-        return ModelResponse(
-            text,
-            TokenUsage(
-                input_tokens=input_tokens or approx_tokens(f"{request.system}\n{request.prompt}"),
-                output_tokens=output_tokens or approx_tokens(text),
-                estimated=not (input_tokens and output_tokens),
-            ),
-        )
+        return ModelResponse(text, usage)
 
     async def _read(
         self, stream: Any, parts: list[str], on_text: TextSink | None, limit: int

@@ -1,15 +1,21 @@
 """The offline provider's answers to task packets (the "Write Scene from Outline" playbook):
 a receipt and nothing else, its work derived from what the packet gave the agent, as the
-pipeline's own offline roles derive theirs (the continuity checks are real canon checks)."""
+pipeline's own offline roles derive theirs (the continuity checks are real canon checks).
+
+As there, `slip=True` (the `contradict_canon` fault) makes a writer or an editor get one canon
+detail wrong, and `failing=True` (`verdict_fail`) makes a check or a critique fail."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from controlroom.domain.canonical import sha256_text
 from controlroom.models import offline_roles as roles
+from controlroom.tools.analysis import parse_fact_lines
 
 Inputs = list[tuple[str, str]]
 _SCENE = re.compile(r"Focus: Scene (\d+) '(.+)'")
@@ -58,11 +64,13 @@ def plan_scene(task: str, inputs: Inputs) -> str:
     )
 
 
-def continuity_check(task: str, inputs: Inputs) -> str:
+def continuity_check(task: str, inputs: Inputs, *, failing: bool = False) -> str:
     shown = _inputs(inputs)
     checked = [(n, t) for n, t in shown.items() if n != "canon_context"]
     canon = [("canon_context", shown["canon_context"])] if "canon_context" in shown else []
     report = json.loads(roles.check_continuity(task, [*checked[-1:], *canon]))
+    if failing:
+        report = roles.failing_continuity(report, [*checked[-1:], *canon])
     subject = checked[-1][0] if checked else "nothing"
     conflicts = report["conflicts"]
     lines = [f"Continuity: {'pass' if report['pass'] else 'FAIL'} "
@@ -83,7 +91,12 @@ def continuity_check(task: str, inputs: Inputs) -> str:
     )
 
 
-def write_beat(task: str, inputs: Inputs) -> str:
+#: The eye colour a careless writer shown no canon gives a character: one no card of the
+#: example novel gives anyone, so there it contradicts every card that names eyes.
+BLIND_SLIP = "{n}'s violet eyes caught the thin light."
+
+
+def write_beat(task: str, inputs: Inputs, *, slip: bool = False) -> str:
     shown = _inputs(inputs)
     beat = shown.get("item", task).strip()
     plan = shown.get("scene_plan", "")
@@ -94,6 +107,10 @@ def write_beat(task: str, inputs: Inputs) -> str:
     subject = next((c for c in cast if c in beat), cast[0] if cast else "No one")
     line = roles._LINES[int(sha256_text(beat)[:8], 16) % len(roles._LINES)]
     prose = f"{sentence} {line.format(n=subject)}"
+    if slip:  # against the canon it was shown, if any; else a colour no card gives
+        facts = parse_fact_lines("\n".join(shown.values()))
+        wrong = roles.slip_sentence(subject, facts) or BLIND_SLIP.format(n=subject)
+        prose = f"{sentence} {wrong} {line.format(n=subject)}"
     return _receipt(
         prose + "\n",
         summary=f"Wrote beat {shown.get('item_index', '')} from the plan.".replace("  ", " "),
@@ -105,10 +122,12 @@ def write_beat(task: str, inputs: Inputs) -> str:
     )
 
 
-def critique_scene(task: str, inputs: Inputs) -> str:
+def critique_scene(task: str, inputs: Inputs, *, failing: bool = False) -> str:
     shown = _inputs(inputs)
     draft = shown.get("scene_draft", next(iter(shown.values()), ""))
     verdict = json.loads(roles.evaluate_reader_experience(task, [("draft", draft)]))
+    if failing:
+        verdict = roles.failing_verdict(verdict)
     work = (
         f"Verdict: {verdict['verdict']} ({verdict['score']}/10)\n"
         + "".join(f"+ {s}\n" for s in verdict["strengths"])
@@ -127,12 +146,12 @@ def critique_scene(task: str, inputs: Inputs) -> str:
     )
 
 
-def edit_scene(task: str, inputs: Inputs) -> str:
+def edit_scene(task: str, inputs: Inputs, *, slip: bool = False) -> str:
     shown = _inputs(inputs)
     draft = shown.get("scene_draft", "")
     plan = shown.get("scene_plan", "")
     heading = re.search(r"# Scene plan: (.+)", plan)
-    edited = roles.polish_draft(task, [("draft", draft)])
+    edited = roles.polish_draft(task, [("draft", draft)], slip=slip)
     if heading and not edited.lstrip().startswith("#"):
         edited = f"# {heading.group(1)}\n\n{edited}"
     return _receipt(
@@ -145,6 +164,17 @@ def edit_scene(task: str, inputs: Inputs) -> str:
         excerpt="Edited the scene for the line-level problems.",
     )
 
+
+#: The writer and the editor, with one canon detail wrong (`contradict_canon`).
+SLIPS: dict[str, Callable[[str, Inputs], str]] = {
+    "write_beat": partial(write_beat, slip=True),
+    "edit_scene": partial(edit_scene, slip=True),
+}
+#: The check and the critique, failing (`verdict_fail`).
+FAILING: dict[str, Callable[[str, Inputs], str]] = {
+    "continuity_check": partial(continuity_check, failing=True),
+    "critique_scene": partial(critique_scene, failing=True),
+}
 
 HANDLERS = {
     "plan_scene": plan_scene,

@@ -3,6 +3,11 @@
 Each handler gets the task description and the (slot, text) pairs the agent was shown,
 and returns the agent's reply. They reuse the phase A analysis so, for example, the
 continuity report's `pass` comes from checking the draft against the canon facts.
+
+The handlers that write or edit scene prose take `slip=True` for the `contradict_canon`
+fault (`models/offline_faults.py`): one canon detail is written with a value its card
+rules out, which the continuity check really finds. `failing_continuity` and
+`failing_verdict` turn a check's or a critic's reply into a failing one (`verdict_fail`).
 """
 
 from __future__ import annotations
@@ -10,12 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from controlroom.domain import untrusted_json
 from controlroom.domain.canonical import sha256_text
 from controlroom.tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
 from controlroom.tools.builtin.prose_analyzer import prose_metrics
+from controlroom.tools.vocabulary import kind_of
 
 Inputs = list[tuple[str, str]]
 
@@ -51,6 +58,107 @@ def _marked(inputs: Inputs, mark: str = "!") -> list[str]:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# -- careless and harsh answers (the offline faults) ------------------------------------------
+
+#: Values a careless writer gives instead of the canon's, tried in order: the first whose
+#: colour class the canon value does not share is used (a contradiction the check finds).
+_CONTRARY = {
+    "eyes": ["blue", "green", "brown", "grey"],
+    "hair": ["red", "blond", "black", "brown"],
+}
+#: A detail written with a wrong value, phrased so the description is pinned on its owner.
+_SLIP = {"eyes": "{n}'s {v} eyes caught the thin light.", "hair": "Wind pulled at {n}'s {v} hair."}
+_SLIPPABLE = re.compile(r"\b([A-Za-z]+) (eyes|hair)\b")
+
+
+def contrary(attribute: str, value: str) -> str | None:
+    """A value of the attribute that the canon `value` rules out, or None if none is known."""
+    kind = kind_of(attribute)
+    if kind is None or attribute not in _CONTRARY:
+        return None
+    canon = kind.classes(value)
+    if not canon:
+        return None
+    return next((v for v in _CONTRARY[attribute] if not kind.classes(v) & canon), None)
+
+
+def slip_text(text: str) -> str:
+    """The text with its first stated eye or hair colour changed to one of another colour
+    class: for an editor shown no canon (if the text agreed with canon, it no longer does)."""
+    for match in _SLIPPABLE.finditer(text):
+        other = contrary(match.group(2), match.group(1))
+        if other is not None:
+            return f"{text[: match.start(1)]}{other}{text[match.end(1) :]}"
+    return text
+
+
+def slip_sentence(subject: str, facts: list[Fact]) -> str | None:
+    """A sentence giving `subject` (else the first entity with such a fact) an eye or hair
+    colour its canon rules out; None when the facts state no colour to contradict."""
+    ordered = sorted(facts, key=lambda f: f.entity != subject)
+    for fact in ordered:
+        attribute = fact.attribute.strip().lower()
+        other = contrary(attribute, fact.value)
+        if other is not None:
+            return _SLIP[attribute].format(n=fact.entity, v=other)
+    return None
+
+
+def checked_fact(inputs: Inputs) -> tuple[Fact | None, str]:
+    """The first canon fact shown whose entity the checked text names (else the first),
+    and a sentence of that text naming it (else its first sentence): what a harsh checker
+    calls a conflict."""
+    facts = parse_fact_lines(_joined(inputs))
+    checked = _joined([(n, t) for n, t in inputs if not parse_fact_lines(t)])
+    said = [text for _, text in sentences(checked)] if checked.strip() else []
+    for fact in facts:
+        named = next((s for s in said if fact.entity.split()[0] in s), None)
+        if named is not None:
+            return fact, named
+    return (facts[0] if facts else None), (said[0] if said else "")
+
+
+def failing_continuity(report: dict[str, Any], inputs: Inputs) -> dict[str, Any]:
+    """A continuity report that fails: `pass: false`, with at least one conflict (a canon
+    fact the text is said to contradict, whether or not it does)."""
+    conflicts = list(report.get("conflicts") or [])
+    if not conflicts:
+        fact, sentence = checked_fact(inputs)
+        if fact is not None:
+            found = contrary(fact.attribute.strip().lower(), fact.value) or "something else"
+            conflicts.append(
+                {
+                    "entity": fact.entity,
+                    "attribute": fact.attribute,
+                    "canon_value": fact.value,
+                    "found": found,
+                    "sentence": sentence,
+                }
+            )
+        else:
+            conflicts.append(
+                {
+                    "entity": "the scene",
+                    "attribute": "canon",
+                    "canon_value": "the canon cards",
+                    "found": "no canon fact to check against",
+                    "sentence": sentence,
+                }
+            )
+    return {**report, "pass": False, "conflicts": conflicts}
+
+
+_HARSH_PROBLEM = "the scene does not earn its ending: the stakes are never made plain"
+
+
+def failing_verdict(verdict: dict[str, Any]) -> dict[str, Any]:
+    """A critic's verdict that asks for a revision, with at least one problem named."""
+    problems = list(verdict.get("problems") or []) or [_HARSH_PROBLEM]
+    score = verdict.get("score")
+    low = min(score, 4) if isinstance(score, int) and not isinstance(score, bool) else 4
+    return {**verdict, "verdict": "revise", "score": max(1, low), "problems": problems}
 
 
 # -- creative pipeline ------------------------------------------------------------------------
@@ -160,7 +268,8 @@ _HOOKS = [
 ]
 
 
-def draft_scene(task: str, inputs: Inputs) -> str:
+def draft_scene(task: str, inputs: Inputs, *, slip: bool = False) -> str:
+    """The scene from its brief; `slip`: the first canon detail it writes is wrong."""
     brief = next((t for _, t in inputs if t.lstrip().startswith("# Scene brief")), _joined(inputs))
     heading = re.search(r"# Scene brief: (Scene \S+) — (.+)", brief)
     title = f"{heading.group(1)}: {heading.group(2)}" if heading else task.strip()
@@ -182,6 +291,7 @@ def draft_scene(task: str, inputs: Inputs) -> str:
         f"and iron, and every sound seemed to wait for the next."
     )
     rotation = int(sha256_text(title)[:8], 16)  # varied lines, never the same one twice
+    pending = slip
     for i, beat in enumerate(beats):
         subject = next((c for c in cast if c in beat), cast[0] if cast else "No one")
         other = next(
@@ -192,12 +302,20 @@ def draft_scene(task: str, inputs: Inputs) -> str:
         attrs = by_entity.get(subject, {})
         for attribute in ("eyes", "hair"):
             if attribute in attrs:
+                wrong = contrary(attribute, attrs[attribute]) if pending else None
+                if wrong is not None:
+                    parts.append(_SLIP[attribute].format(n=subject, v=wrong))
+                    pending = False  # one detail only
+                    break
                 template = _pick(f"{beat}:{attribute}", _DETAIL[attribute])
                 parts.append(template.format(n=subject, v=attrs[attribute].split(",")[0]))
                 break
         parts.append(_LINES[(rotation + i) % len(_LINES)].format(n=other))
         parts.append(_BEATS_CLOSE[(rotation + i) % len(_BEATS_CLOSE)].format(n=subject))
         paragraphs.append(" ".join(parts))
+    wrong_detail = slip_sentence(cast[0] if cast else "", facts) if pending else None
+    if wrong_detail is not None:  # no beat's subject carried a detail: one is added
+        paragraphs[-1] = f"{paragraphs[-1]} {wrong_detail}"
     paragraphs.append(_pick(title, _HOOKS).format(n=cast[0] if cast else "anyone"))
     return "\n\n".join(paragraphs) + "\n"
 
@@ -206,8 +324,11 @@ _FILLER = re.compile(r"\b(?:very|really|just|suddenly|quite|somewhat|rather)\s+"
 _DOUBLED = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
 
 
-def polish_draft(task: str, inputs: Inputs) -> str:
+def polish_draft(task: str, inputs: Inputs, *, slip: bool = False) -> str:
+    """The draft edited; `slip`: its first eye or hair colour changed as well."""
     text = inputs[0][1] if inputs else task
+    if slip:
+        text = slip_text(text)
     edited_lines = []
     for line in text.splitlines():
         if line.startswith("#"):
@@ -520,6 +641,17 @@ def evaluate_outline(task: str, inputs: Inputs) -> str:
     )
 
 
+#: Prompt types whose handler writes or edits scene prose, answered with one canon detail
+#: wrong (the `contradict_canon` fault); `draft_foreshadowing` writes inserts that state no
+#: canon attribute, so it has none to get wrong.
+SLIPS: dict[str, Callable[[str, Inputs], str]] = {
+    "draft_scene": partial(draft_scene, slip=True),
+    "polish_draft": partial(polish_draft, slip=True),
+}
+#: Checks and critiques whose verdict is inside their work (a receipt's), answered failing
+#: (the `verdict_fail` fault); a JSON verdict is failed from outside (`offline_faults`).
+FAILING: dict[str, Callable[[str, Inputs], str]] = {}
+
 HANDLERS: dict[str, Callable[[str, Inputs], str]] = {
     "refine_brief": refine_brief,
     "draft_scene": draft_scene,
@@ -557,9 +689,13 @@ _register_chief()
 
 def _register_packet_roles() -> None:
     # The playbook's packet-answering roles live in their own module too.
+    from controlroom.models.offline_packets import FAILING as FAILING_PACKETS
     from controlroom.models.offline_packets import HANDLERS as PACKETS
+    from controlroom.models.offline_packets import SLIPS as PACKET_SLIPS
 
     HANDLERS.update(PACKETS)
+    SLIPS.update(PACKET_SLIPS)
+    FAILING.update(FAILING_PACKETS)
 
 
 _register_packet_roles()
@@ -581,3 +717,21 @@ def _register_micro_steps() -> None:
 
 
 _register_micro_steps()
+
+
+def _register_ladder_roles() -> None:
+    from controlroom.models.offline_ladder import HANDLERS as LADDER
+
+    HANDLERS.update(LADDER)
+
+
+_register_ladder_roles()
+
+
+def _register_pipeline_roles() -> None:
+    from controlroom.models.offline_pipeline import HANDLERS as PIPELINE
+
+    HANDLERS.update(PIPELINE)
+
+
+_register_pipeline_roles()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlroom.domain import untrusted_json
-from controlroom.domain.errors import ModelCallError
+from controlroom.domain.errors import ModelCallError, ReplyCutError
 from controlroom.domain.run_events import TokenUsage
 from controlroom.models.ambient import omitted
 from controlroom.models.bounded_http import bounded_http_client, reply_too_large
@@ -121,8 +121,8 @@ class OpenAICompatibleModel(SchemaFallback):
                         on_text(parts[0])
         text = well_formed("".join(parts))
         if finish == "length":
-            raise ModelCallError(
-                "unusable", "the reply was cut off at the token limit (finish_reason=length)"
+            raise ReplyCutError(
+                _max_tokens(body), "finish_reason=length", _usage(usage, request, text)
             )
         if finish is None:
             raise ModelCallError(
@@ -171,6 +171,15 @@ def _whole(data: Any) -> tuple[list[str], str | None, Any]:
 
     content = message.get("content") or ""
     return [content] if content else [], choices[0].get("finish_reason"), _Usage()
+
+
+def _max_tokens(body: dict[str, Any]) -> int | None:
+    """The token limit the request set (OpenAI's newer name first), if any."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def _usage(usage: Any, request: ModelRequest, text: str) -> TokenUsage:

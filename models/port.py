@@ -69,6 +69,11 @@ class FailedAfterRefusal(ModelCallError):
         ModelCallError.__init__(self, error.kind, "", error.status)
         self.args = error.args
         self.refused = refused
+        self.error = error
+
+    def after_retries(self, message: str) -> ModelCallError:
+        # The refusal is an attempt reported on its own: the call ends with what followed it.
+        return self.error.after_retries(message)
 
 
 class ModelClient(Protocol):

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 8
+LAYOUT: Final = 9
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -347,6 +347,16 @@ _CHIEF = _shape(
     usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
     latency_ms=_D, cost_usd=_D, attempts=_I,
 )  # fmt: skip
+_LADDER = _shape(
+    step_id=_V, rung=_V, which=_V, role=_V, prompt_type=_V, provider=_V, model=_V, tier=_V,
+    usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
+    latency_ms=_D, cost_usd=_D, attempts=_I,
+)  # fmt: skip
+_REJECTED = _shape(
+    step_id=_V, provider=_V, model=_V,
+    usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
+    cost_usd=_D,
+)  # fmt: skip
 _ROLE = _shape(
     role=_V, micro_step=_V, tier=_V, provider=_V, model=_V, input_tokens="BIGINT",
     output_tokens="BIGINT", latency_ms=_D, cost_usd=_D, attempts=_I,
@@ -424,6 +434,19 @@ LOADS: Final = (
         coalesce(j.usage.estimated, j.provider = 'offline'), j.latency_ms, j.cost_usd,
         coalesce(j.attempts, 1)
     {_rows(_CHIEF, "ModelCalled")}""",
+    # An escalation ladder's calls around a step (consult, synthesis, triage), and replies
+    # a contract rejected: paid for, so counted, and charged to their step.
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, j.step_id, timestamp, j.role, j.role, j.provider, j.model,
+        j.tier, j.prompt_type, NULL, j.usage.input_tokens, j.usage.output_tokens,
+        coalesce(j.usage.estimated, j.provider = 'offline'), j.latency_ms, j.cost_usd,
+        coalesce(j.attempts, 1)
+    {_rows(_LADDER, "LadderCallRecorded")}""",
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, j.step_id, timestamp, NULL, NULL, j.provider, j.model,
+        NULL, 'rejected_reply', NULL, j.usage.input_tokens, j.usage.output_tokens,
+        coalesce(j.usage.estimated, j.provider = 'offline'), NULL, j.cost_usd, 1
+    {_rows(_REJECTED, "AgentReplyRejected")}""",
     f"""INSERT INTO agent_calls
     SELECT position, aggregate_id, NULL, timestamp, j.role, j.role, j.provider, j.model,
         j.tier, j.micro_step, NULL, j.input_tokens, j.output_tokens, j.provider = 'offline',

@@ -28,7 +28,14 @@ _TRAIL_EVENTS = {
 class IssuesProjection(Projection):
     name: ClassVar[str] = "issues"
     topics: ClassVar[frozenset[str] | None] = frozenset(
-        {"IssueOpened", "IssueClosed", "IssueReopened", "IssueCommented", "IssueRecurred"}
+        {
+            "IssueOpened",
+            "IssueClosed",
+            "IssueAnswered",
+            "IssueReopened",
+            "IssueCommented",
+            "IssueRecurred",
+        }
         | set(_TRAIL_EVENTS)
     )
     version: ClassVar[int] = 3
@@ -160,6 +167,14 @@ def _on_closed(conn: Db, changed: Changed, issue_id: str, e: dict[str, Any]) -> 
         _history(issue, e, "closed", by=e.get("by", "user"), text=e["resolution"])
 
 
+def _on_answered(conn: Db, changed: Changed, issue_id: str, e: dict[str, Any]) -> None:
+    issue = _changing(conn, changed, issue_id)
+    if issue is not None:
+        text = e["resolution"]
+        issue.update(status="closed", resolution=f"answered: {text}", closed_at=e["timestamp"])
+        _history(issue, e, "answered", by=e.get("by", "user"), text=text)
+
+
 def _on_reopened(conn: Db, changed: Changed, issue_id: str, e: dict[str, Any]) -> None:
     issue = _changing(conn, changed, issue_id)
     if issue is not None:
@@ -193,6 +208,7 @@ def _link(issue: dict[str, Any], run_id: str | None) -> None:
 _HANDLERS = {
     "IssueOpened": _on_opened,
     "IssueClosed": _on_closed,
+    "IssueAnswered": _on_answered,
     "IssueReopened": _on_reopened,
     "IssueCommented": _on_commented,
     "IssueRecurred": _on_recurred,

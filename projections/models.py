@@ -36,7 +36,7 @@ class EventPart(BaseModel):
 #: `damaged`: the run's stored events do not fold (one is missing, out of order or
 #: unreadable); `damage` says which. Every other run is unaffected.
 RunStatus = Literal["pending", "running", "done", "failed", "cancelled", "damaged"]
-StepStatus = Literal["running", "waiting", "done", "failed", "cancelled"]
+StepStatus = Literal["running", "waiting", "answered", "done", "failed", "cancelled"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 DAMAGE = "why the run's view cannot be trusted (an event missing, out of order or unreadable)"
 OWNER = "the process that holds the run to advance it (`host:pid`); absent once released"
@@ -76,6 +76,30 @@ class StepSummary(ViewModel):
     output_slot: str
     output_preview: str | None = omitted_when_none("a one-line preview, once it completed")
     error: str | None = omitted_when_none("why it failed")
+    spent_usd: float | None = omitted_when_none(
+        "what the instance's model replies cost, rejected ones and ladder calls included"
+    )
+
+
+class RungView(ViewModel):
+    """One rung of an escalation ladder, or a review gate's rollback (`FlowDecided`)."""
+
+    at: str
+    kind: str = Field(
+        description="rollback, accept, escalate, consult, triage, human, answered, deferred"
+    )
+    subject: str | None = None
+    instance_id: str | None = None
+    from_model: str | None = None
+    to_model: str | None = None
+    gate: str | None = None
+    reason: str
+
+
+class PersonWait(ViewModel):
+    instance_id: str
+    owner: str | None = None
+    issue_id: str | None = None
 
 
 class SlotSummary(ViewModel):
@@ -128,6 +152,19 @@ class RunDetail(ViewModel):
     owner: str | None = omitted_when_none(OWNER)
     lease_expires_at: str | None = omitted_when_none(LEASE)
     damage: str | None = omitted_when_none(DAMAGE)
+    outcome: int | None = omitted_when_none(
+        "seed 004's code once it ended: 0 success, 1 failure, 10 needs refinement, "
+        "11 needs escalation, 12 partial success, 20 interrupted"
+    )
+    cost_usd: float | None = omitted_when_none(
+        "what every model reply of the run cost, rejected ones included (priced models)"
+    )
+    ladder: list[RungView] | None = omitted_when_none(
+        "the escalation rungs and gate rollbacks the run climbed, in order"
+    )
+    waiting_for_person: PersonWait | None = omitted_when_none(
+        "the step waits for a person's answer to this issue"
+    )
     steps: list[StepSummary]
     cache_summary: dict[str, SlotSummary]
     dod: DodView | None
@@ -196,6 +233,13 @@ class StepView(ViewModel):
     micro_steps: list[MicroStepView] | None = omitted_when_none(
         "a T1 agent's three recorded calls (triage, finding, evidence), in order"
     )
+    spent_usd: float | None = omitted_when_none(
+        "what the instance's replies cost, rejected ones and ladder calls included"
+    )
+    ladder_calls: list[dict[str, Any]] | None = omitted_when_none(
+        "the consult, synthesis and triage calls a ladder rung made around the step"
+    )
+    triage: dict[str, Any] | None = omitted_when_none("the triage rung's verdict")
 
 
 class PointerSlot(ViewModel):

@@ -169,6 +169,61 @@ class RunView:
 
     def _on_step_waiting(self, e: dict[str, Any], at: str) -> None:
         self._step(e).update(status="waiting", waiting_for=e.get("reason"))
+        awaiting = e.get("awaiting") or {}
+        if awaiting.get("kind") == "person":
+            self.run["waiting_for_person"] = {
+                "instance_id": e["instance_id"],
+                "owner": awaiting.get("owner"),
+                "issue_id": awaiting.get("issue_id"),
+            }
+
+    def _on_decided(self, e: dict[str, Any], at: str) -> None:
+        """A ladder's rung (escalate, consult, triage, a person, a gate's rollback): kept
+        on the run, and on the step instance it starts."""
+        rung = e.get("rung")
+        if not rung:
+            return
+        entry = {
+            "at": at,
+            "kind": rung.get("kind"),
+            "subject": rung.get("subject"),
+            "instance_id": e.get("instance_id"),
+            "from_model": rung.get("from_model"),
+            "to_model": rung.get("to_model"),
+            "gate": rung.get("gate"),
+            "reason": e.get("reason", ""),
+        }
+        self.run.setdefault("ladder", []).append({k: v for k, v in entry.items() if v is not None})
+
+    def _on_answered(self, e: dict[str, Any], at: str) -> None:
+        self._step(e).update(status="answered", completed_at=at, waiting_for=None)
+        self.run.pop("waiting_for_person", None)
+
+    def _on_ladder_call(self, e: dict[str, Any], at: str) -> None:
+        step = self._step(e)
+        step.setdefault("ladder_calls", []).append(
+            {
+                "which": e["which"],
+                "provider": e["provider"],
+                "model": e["model"],
+                "usage": e.get("usage"),
+                "cost_usd": e.get("cost_usd"),
+                "output_preview": one_line(e["output"]),
+            }
+        )
+        self._charge(step, e.get("cost_usd"))
+
+    def _on_triage(self, e: dict[str, Any], at: str) -> None:
+        self._step(e)["triage"] = {
+            k: e.get(k) for k in ("decision", "asked", "confidence", "reason", "overruled")
+        }
+
+    def _charge(self, step: Step, cost: float | None) -> None:
+        """Every reply paid for counts: the step's and the run's totals."""
+        if cost is None:
+            return
+        step["spent_usd"] = round(step.get("spent_usd", 0.0) + cost, 9)
+        self.run["cost_usd"] = round(self.run.get("cost_usd", 0.0) + cost, 9)
 
     def _on_receipt(self, e: dict[str, Any], at: str) -> None:
         self._step(e)["receipt_id"] = e["receipt_id"]
@@ -186,6 +241,7 @@ class RunView:
             cost_usd=e.get("cost_usd"),
         )
         step = self._step(e)
+        self._charge(step, e.get("cost_usd"))
         for key in ("request_ref", "contract"):
             if e.get(key) is not None:
                 step[key] = e[key]
@@ -211,6 +267,7 @@ class RunView:
     def _on_reply_rejected(self, e: dict[str, Any], at: str) -> None:
         step = self._step(e)
         step["rejected_replies"] = step.get("rejected_replies", 0) + 1
+        self._charge(step, e.get("cost_usd"))
 
     def _on_stop_hook(self, e: dict[str, Any], at: str) -> None:
         self._step(e)["stop_hook"] = {
@@ -221,7 +278,7 @@ class RunView:
 
     def _on_retried(self, e: dict[str, Any], at: str) -> None:
         self.run["retried"] = self.run.get("retried", 0) + 1
-        self.run.update(status="running", error=None, completed_at=None)
+        self.run.update(status="running", error=None, completed_at=None, outcome=None)
         self.dod = None
 
     def _on_slot(self, e: dict[str, Any], at: str) -> None:
@@ -257,15 +314,19 @@ class RunView:
 
     def _on_completed(self, e: dict[str, Any], at: str) -> None:
         self._finish("done", None, at)
+        self.run["outcome"] = e.get("outcome") if e.get("outcome") is not None else 0
 
     def _on_failed(self, e: dict[str, Any], at: str) -> None:
         self._finish("failed", e["error"], at)
+        self.run["outcome"] = e.get("outcome") if e.get("outcome") is not None else 1
 
     def _on_cancelled(self, e: dict[str, Any], at: str) -> None:
         for step in self.steps:
             if step["status"] in ("running", "waiting"):
                 step["status"] = "cancelled"
         self._finish("cancelled", f"cancelled: {e['reason']}", at)
+        self.run["outcome"] = 20
+        self.run.pop("waiting_for_person", None)
 
     def _on_resumed(self, e: dict[str, Any], at: str) -> None:
         self.run["resumed"] = self.run.get("resumed", 0) + 1
@@ -308,7 +369,9 @@ def _unset(key: str, value: object) -> bool:
     return value is None and key in _OPTIONAL_RUN_FIELDS
 
 
-_OPTIONAL_RUN_FIELDS = frozenset({"owner", "lease_expires_at", "damage", "resumed"})
+_OPTIONAL_RUN_FIELDS = frozenset(
+    {"owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd"}
+)
 
 
 def _skeleton(run_id: str, at: str) -> dict[str, Any]:
@@ -346,6 +409,7 @@ def _step_summary(s: Step) -> dict[str, Any]:
         "agent_archetype": s["agent_archetype"],
         "output_preview": s["output_preview"],
         "error": s["error"],
+        "spent_usd": s.get("spent_usd"),
     }
     summary.update((k, v) for k, v in optional.items() if v is not None)
     return summary
@@ -373,6 +437,10 @@ _HANDLERS: dict[str, Handler] = {
     "AgentReplyRejected": RunView._on_reply_rejected,
     "StopHook": RunView._on_stop_hook,
     "RunRetried": RunView._on_retried,
+    "FlowDecided": RunView._on_decided,
+    "HumanAnswered": RunView._on_answered,
+    "LadderCallRecorded": RunView._on_ladder_call,
+    "TriageDecided": RunView._on_triage,
 }
 #: Event types only a run's stream carries: one of them from an unknown stream is a run
 #: whose `RunStarted` is missing.

@@ -39,7 +39,7 @@ _IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
 class RunsProjection(Projection):
     name: ClassVar[str] = "runs"
     topics: ClassVar[frozenset[str] | None] = None
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
     tables: ClassVar[tuple[str, ...]] = ("runs", "artifacts")
     schema: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS runs (

@@ -119,6 +119,20 @@ class ToolChoice(_Contract):
     reason: str
 
 
+class TriageDecision(_Contract):
+    """The ladder's triage (`ladder_triage`): relax a constraint, defer the step, or block
+    it for a person. The engine holds it to the confidence floor and the run's limits."""
+
+    decision: Literal["RELAX", "DEFER", "BLOCK"]
+    confidence: float = Field(ge=0, le=1)
+    reason: str = Field(min_length=1)
+    #: RELAX: the constraint, and how it is relaxed.
+    constraint: str | None = None
+    relaxation: str | None = None
+    #: DEFER: what the next iteration should know.
+    note: str | None = None
+
+
 #: Contracts a prompt registry names by id (`"contract": "continuity_report"`).
 BUNDLED: dict[str, type[BaseModel]] = {
     "continuity_report": ContinuityReport,
@@ -129,6 +143,7 @@ BUNDLED: dict[str, type[BaseModel]] = {
     "session_plan": SessionPlanProposal,
     "task_review": TaskReview,
     "tool_choice": ToolChoice,
+    "triage_decision": TriageDecision,
 }
 
 

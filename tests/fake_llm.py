@@ -1,6 +1,9 @@
 """Local servers that speak the OpenAI chat-completions and Anthropic messages APIs.
 
-Each request takes the next behaviour from a script (the last one repeats). Transport:
+Each request takes the next behaviour from a script (the last one repeats); a script may
+give some models their own list (`Script(["ok"], by_model={"bad-model": ["500"]})`), which
+their requests take in their own order, so one server can play a failing model and a good
+one side by side. Transport:
 `429`, `500`, `hang`, `malformed`, `length`, `empty`, `cut` (the stream stops with no
 finish reason), `midstream_error` (an error event after some text), `slow` (a steady
 stream slower overall than the idle timeout), `whole` (ignores `stream: true`: one JSON
@@ -35,10 +38,18 @@ SLOW_GAP_S = 0.15
 class Script:
     behaviours: list[str]
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: Each named model's own behaviours, taken in order by its requests alone (the last
+    #: repeats); a request for any other model takes the next of `behaviours`.
+    by_model: dict[str, list[str]] = field(default_factory=dict)
+    #: Requests served so far from each list: the default one (None) and each model's.
+    served: dict[str | None, int] = field(default_factory=dict, init=False, repr=False)
 
-    def next(self) -> str:
-        index = min(len(self.requests) - 1, len(self.behaviours) - 1)
-        return self.behaviours[index]
+    def next(self, model: str | None = None) -> str:
+        key = model if model is not None and model in self.by_model else None
+        behaviours = self.behaviours if key is None else self.by_model[key]
+        index = self.served.get(key, 0)
+        self.served[key] = index + 1
+        return behaviours[min(index, len(behaviours) - 1)]
 
 
 def _sse(
@@ -141,7 +152,7 @@ def openai_app(script: Script) -> Starlette:
     async def completions(request: Request) -> Response:
         body = await request.json()
         script.requests.append({"headers": dict(request.headers), "body": body})
-        behaviour = script.next()
+        behaviour = script.next(body.get("model"))
         if behaviour == "hang":
             await asyncio.sleep(3600)
         failure = _failure(behaviour, request, body)
@@ -219,7 +230,7 @@ def anthropic_app(script: Script, input_tokens_at_start: int = 250) -> Starlette
     async def messages(request: Request) -> Response:
         body = await request.json()
         script.requests.append({"headers": dict(request.headers), "body": body})
-        behaviour = script.next()
+        behaviour = script.next(body.get("model"))
         if behaviour == "hang":
             await asyncio.sleep(3600)
         failure = _failure(behaviour, request, body)

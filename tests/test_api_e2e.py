@@ -56,10 +56,10 @@ def test_a_run_started_over_http_streams_every_event_and_resumes_exactly(
         assert read_sse(client, f"/api/runs/{run_id}/events?after={positions[-1]}") == []
 
         view = client.get(f"/api/runs/{run_id}").json()
-        assert view["status"] == "done" and view["total_steps"] == 9
+        assert view["status"] == "done" and view["total_steps"] == 11
         assert set(view) >= APPENDIX_D_KEYS
         steps = client.get(f"/api/runs/{run_id}/steps").json()
-        assert [s["status"] for s in steps] == ["done"] * 9
+        assert [s["status"] for s in steps] == ["done"] * 11
         assert steps[0]["receipt_id"].startswith("rcpt_") and steps[0]["output_hash"]
         pointer = client.get(f"/api/runs/{run_id}/cache/discovery").json()
         assert pointer["type"] == "pointer" and set(pointer) == {

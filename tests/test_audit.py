@@ -74,7 +74,7 @@ def test_replay_calls_no_tool_model_or_clock(workspace: Path) -> None:
         ids=guard,
     )
     view = replay(ctx.store, run_id)
-    assert view.run["status"] == "done" and len(view.steps) == 9
+    assert view.run["status"] == "done" and len(view.steps) == 11
     assert replay(ctx.store, run_id, at_version=3).run["status"] == "running"
     assert verify(ctx.store, run_id) == []
 
@@ -198,7 +198,7 @@ def test_export_writes_the_seed_file_layout(workspace: Path, tmp_path: Path) -> 
     steps = [
         json.loads(line) for line in (tmp_path / "out" / "steps.jsonl").read_text().splitlines()
     ]
-    assert [s["step_index"] for s in steps] == list(range(9))
+    assert [s["step_index"] for s in steps] == list(range(11))
     assert steps[0]["receipt_id"].startswith("rcpt_") and steps[3]["receipt_id"] is None
     cache = json.loads((tmp_path / "out" / "cache.json").read_text())
     assert cache["discovery"]["type"] == "pointer" and cache["draft"]["type"] == "artifact"

@@ -55,12 +55,12 @@ def test_the_first_command_completes_a_durable_run(workspace: Path) -> None:
     result = cli("run", DRAFT, "--workspace", str(workspace))
     assert result.returncode == 0, result.stderr
     assert (workspace / ".control-room" / "events.sqlite").is_file()
-    assert "[9/9] phase B · write_scene (write_file)" in result.stderr and "done" in result.stdout
+    assert "[11/11] phase B · write_scene (write_file)" in result.stderr and "done" in result.stdout
     run_id = result.stdout.split(":")[0]
 
     view = as_json(cli("show", run_id, "-w", str(workspace), "--json"))
     assert set(view) >= APPENDIX_D_KEYS
-    assert view["status"] == "done" and view["total_steps"] == 9
+    assert view["status"] == "done" and view["total_steps"] == 11
     assert view["task"] == {"description": DRAFT}
     assert view["steps"][0] == {
         "step_id": "discover",
@@ -159,14 +159,14 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=10)
     assert process.returncode == -signal.SIGKILL
-    assert 4 <= completed_steps(workspace) < 9
+    assert 4 <= completed_steps(workspace) < 11
 
     resumed = cli("resume", "-w", str(workspace))
     assert resumed.returncode == 0, resumed.stderr
     run_id = resumed.stdout.split(":")[0]
     events = as_json(cli("events", run_id, "-w", str(workspace), "--json"))
     completed = [e["data"]["step_index"] for e in events if e["type"] == "StepCompleted"]
-    assert completed == list(range(9))  # each step exactly once
+    assert completed == list(range(11))  # each step exactly once
     assert _slot_hashes(workspace, run_id) == reference_slots
 
 

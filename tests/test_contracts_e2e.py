@@ -193,7 +193,13 @@ def test_a_failed_run_is_retried_from_the_failed_step_and_the_retry_recorded(
     assert retried.status == RunStatus.DONE, retried.error
     assert [e.step_id for e in events if isinstance(e, RunRetried)] == ["continuity"]
     started = [e.instance_id for e in events if isinstance(e, StepStarted)]
-    assert started[-3:] == ["continuity#2", "critique", "write_scene"]
+    assert started[-5:] == [
+        "continuity#2",
+        "continuity_gate",
+        "critique",
+        "critic_gate",
+        "write_scene",
+    ]
     assert len(script.requests) == 4
 
 

@@ -27,7 +27,7 @@ from tests.test_cli_e2e import cli
 
 pytestmark = pytest.mark.e2e
 
-#: The jobs: a run that completes (the main job, nine steps, the last writing the new scene
+#: The jobs: a run that completes (the main job, eleven steps, the last writing the new scene
 #: file), and one whose DoD fails and opens an issue through a policy.
 JOBS = {
     "draft": "Draft scene 4 from the outline",

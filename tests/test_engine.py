@@ -124,11 +124,11 @@ def test_the_planted_canon_contradiction_fails_the_dod_and_opens_an_issue(
     assert len(issues) == 1
     issue = issues[0]
     assert issue["session_id"] == run.session_id
+    # The tool's own finding fails the DoD: no model's `pass` can overrule it.
     assert issue["check"] == {
-        "check": "slot_field_equals",
-        "slot": "continuity_report",
-        "field": "pass",
-        "expected": True,
+        "check": "slot_field_empty",
+        "slot": "consistency_report",
+        "field": "findings",
     }
     assert "Kael's eyes is 'green' but canon says 'grey'" in json.dumps(issue["evidence"])
     corrections = run.slot_values["corrections"]
@@ -167,7 +167,7 @@ def test_a_run_interrupted_mid_way_resumes_to_the_same_result(
     resumed = asyncio.run(RunService(after).resume(run.id))
     assert resumed.status == RunStatus.DONE
     completed = [e.step_index for e in after.store.stream(run.id) if isinstance(e, StepCompleted)]
-    assert completed == list(range(9))
+    assert completed == list(range(11))
     assert slot_hashes(after, run.id) == reference_hashes
 
 

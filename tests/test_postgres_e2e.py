@@ -77,7 +77,7 @@ def test_runs_issues_and_workers_on_postgresql(workspace: Path, postgres_store_s
         )
     finally:
         ctx.close()
-    assert set(steps.values()) == {1} and len(steps) == 4 * 9 + 5  # the failing run reports too
+    assert set(steps.values()) == {1} and len(steps) == 4 * 11 + 7  # the failing run reports too
     for run in runs:
         assert cli("replay", run["run_id"], "--verify").returncode == 0
     # The read models live in the database beside the log, not in a file of this machine.

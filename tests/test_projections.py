@@ -253,7 +253,9 @@ def test_artifact_text_is_stored_once_in_the_views(ctx: Context) -> None:
             "draft",
             "edited_draft",
             "continuity_report",
+            "continuity_verdict",  # a review gate's verdict
             "critique",
+            "critic_verdict",
             "scene_file",  # the write_file step's slot: where the scene was written
         }
         assert all(text not in state.decode() for text in texts.values())

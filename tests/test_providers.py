@@ -16,11 +16,16 @@ from typing import Any
 import httpx
 import pytest
 
-from controlroom.domain.errors import ModelConfigError
+from controlroom.domain.errors import ModelCallError, ModelConfigError, ReplyCutError
 from controlroom.domain.run import Run, RunStatus
-from controlroom.domain.run_events import AgentResponded, ModelAttemptFailed
+from controlroom.domain.run_events import AgentResponded, ModelAttemptFailed, StepFailed
 from controlroom.engine.context import Context
+from controlroom.engine.model_call import Retrying
+from controlroom.engine.runner import failure_kind
 from controlroom.engine.service import RunRequest, RunService
+from controlroom.models.config import ProviderConfig
+from controlroom.models.openai_compat import OpenAICompatibleModel
+from controlroom.models.port import ModelRequest
 from tests.fake_llm import REPLY, Script, anthropic_app, openai_app, serve
 from tests.live import live_server, read_sse
 
@@ -163,6 +168,87 @@ def test_unusable_replies_fail_with_a_clear_reason_and_no_retry(
     assert run.status == RunStatus.FAILED and reason in (run.error or "")
     assert len(script.requests) == 1
     assert [a.kind for a in events if isinstance(a, ModelAttemptFailed)] == ["unusable"]
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_reply_cut_at_the_token_limit_fails_the_step_naming_the_limit(
+    workspace: Path, kind: str
+) -> None:
+    with fake(kind, "length") as (base, script):
+        configure(workspace, kind, base)
+        path = workspace / ".control-room" / "models.json"
+        config = json.loads(path.read_text())
+        config["roles"]["writer"]["params"]["max_tokens"] = 64
+        path.write_text(json.dumps(config))
+        run, events = draft(workspace)
+    assert run.status == RunStatus.FAILED and script.requests[0]["body"]["max_tokens"] == 64
+    (failed,) = [e for e in events if isinstance(e, StepFailed)]
+    assert failed.step_id == "draft" and failed.error_type == "ReplyCutError"
+    reason = "finish_reason=length" if kind == "openai" else "stop_reason=max_tokens"
+    assert f"cut off at the token limit (max_tokens 64, {reason})" in failed.error
+    assert [a.kind for a in events if isinstance(a, ModelAttemptFailed)] == ["unusable"]
+    assert not any(isinstance(e, AgentResponded) and e.step_id == "draft" for e in events)
+
+
+def test_a_script_gives_each_named_model_its_own_behaviours_and_the_engine_tells_them_apart() -> (
+    None
+):
+    script = Script(["ok"], by_model={"bad-model": ["500"], "cut-model": ["length", "ok"]})
+    with serve(openai_app(script)) as base:
+        config = ProviderConfig(
+            type="openai",
+            base_url=f"{base}/v1",
+            api_key_env="REMOTE_LLM_KEY",
+            max_retries=1,
+            backoff_s=0.01,
+        )
+        client = OpenAICompatibleModel("remote", config)
+
+        def call(model: str) -> str:
+            retrying = Retrying(
+                client,
+                config,
+                deadline_s=10,
+                caller="agent 'writer'",
+                provider="remote",
+                model=model,
+            )
+            request = ModelRequest(
+                provider="remote",
+                model=model,
+                tier="t3",
+                agent_archetype="writer",
+                prompt_type="draft_scene",
+                prompt="Draft the scene.",
+                params={"max_tokens": 64},
+            )
+            return asyncio.run(retrying.reply(request))[0].text
+
+        assert call("house-model") == REPLY
+        with pytest.raises(ModelCallError) as bad:
+            call("bad-model")
+        with pytest.raises(ReplyCutError) as cut:
+            call("cut-model")
+        assert call("cut-model") == REPLY  # its own list, in its own order
+        assert call("house-model") == REPLY
+    assert (bad.value.kind, bad.value.status, failure_kind(bad.value)) == (
+        "server_error",
+        500,
+        "transport",
+    )
+    assert "failed after 2 attempt(s)" in str(bad.value)
+    assert cut.value.max_tokens == 64 and failure_kind(cut.value) == "transport"
+    assert cut.value.usage is not None and cut.value.usage.output_tokens == 17
+    models = [r["body"]["model"] for r in script.requests]
+    assert models == [
+        "house-model",
+        "bad-model",
+        "bad-model",
+        "cut-model",
+        "cut-model",
+        "house-model",
+    ]
+    assert script.served == {None: 2, "bad-model": 2, "cut-model": 2}
 
 
 def test_the_key_never_reaches_events_views_logs_or_the_api(

@@ -101,7 +101,7 @@ def test_queued_runs_are_shared_and_a_killed_workers_runs_are_finished_by_anothe
         )
     finally:
         ctx.close()
-    assert len(completions) == 4 * 9 and set(completions.values()) == {1}
+    assert len(completions) == 4 * 11 and set(completions.values()) == {1}
     for q in queued:
         assert cli(workspace, "replay", q["run_id"], "--verify").returncode == 0
 
@@ -133,7 +133,8 @@ def test_a_queued_run_can_be_followed_while_a_worker_executes_it(workspace: Path
         proc.communicate(timeout=30)
     assert followed.returncode == 0, followed.stderr
     assert (
-        "[9/9] phase B · write_scene (write_file)" in followed.stderr and "done" in followed.stdout
+        "[11/11] phase B · write_scene (write_file)" in followed.stderr
+        and "done" in followed.stdout
     )
 
 
@@ -152,7 +153,7 @@ def test_a_queued_run_says_so_and_its_hint_follows_it_to_the_end(workspace: Path
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert followed.returncode == 0, followed.stderr
-    assert "[9/9] phase B · write_scene (write_file)" in followed.stderr
+    assert "[11/11] phase B · write_scene (write_file)" in followed.stderr
     assert run_id in followed.stdout and "done" in followed.stdout
     missing = cli(workspace, "show", "run_0000000000000000", "--follow")
     assert missing.returncode != 0 and "run_0000000000000000" in missing.stderr
