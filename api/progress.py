@@ -9,6 +9,7 @@ from typing import TextIO
 
 from controlroom.domain.flow_events import FlowDecided
 from controlroom.domain.issue import IssueOpened
+from controlroom.domain.packet_steps import ForEachItemChecked
 from controlroom.domain.run_events import (
     AgentMicroStepResponded,
     DodChecked,
@@ -72,6 +73,11 @@ class ProgressPrinter:
             self._say(f"      ✓ {e.output_slot}{took} — {e.output_preview[:100]}")
         elif isinstance(e, StepFailed):
             self._say(f"      ✗ {e.instance_id or e.step_id} failed: {e.error}")
+        elif isinstance(e, ForEachItemChecked) and not e.passed:
+            finding = e.findings[0] if e.findings else "no findings given"
+            self._say(
+                f"      · item {e.index + 1}, draft {e.attempt}: the check rejected it ({finding[:120]})"
+            )
         elif isinstance(e, FlowDecided) and e.rung:
             # An escalation rung or a gate's rollback: what the run does about a failure.
             self._say(f"  ↳ {e.rung.get('kind')}: {e.reason}")

@@ -345,3 +345,12 @@ class GateFailedError(ControlRoomError):
         more = f"; and {left_out} more finding(s) left out" if left_out else ""
         where = f" ({source})" if source else ""
         super().__init__(f"review gate '{gate_id}' FAIL{where}: {listed or 'no findings'}{more}")
+
+
+class ItemCheckFailedError(GateFailedError):
+    """A loop's item still fails its check after its revisions: a gate's failure (the
+    step's ladder decides what follows), naming the item and the findings."""
+
+    def __init__(self, step_id: str, item: int, findings: list[str]) -> None:
+        super().__init__(step_id, findings, step_id, f"item {item + 1}'s check")
+        self.item = item

@@ -152,18 +152,19 @@ def ladder_decide(view: RunView) -> Decision | None:
     subject = failure.step_id
     if failure.kind == "gate":
         gate = view.recipe.steps[failure.index]
+        # A review gate sends another step back; a step that checks its own work (a loop's
+        # item check, after its revisions) climbs its own ladder.
         target = str(getattr(gate, "rollback_to", "") or "")
-        if not target:
-            return None
-        gate_rung = _gate(view, failure, gate, target)
-        if gate_rung is not None:
-            return gate_rung
-        subject = target
+        if target:
+            gate_rung = _gate(view, failure, gate, target)
+            if gate_rung is not None:
+                return gate_rung
+            subject = target
     ladder = view.ladders.get(subject)
     if ladder is None:
         if failure.kind == "gate":
             return FailRun(
-                f"review gate '{failure.step_id}' still fails after its rollbacks, and step "
+                f"'{failure.step_id}' still fails its review after its rollbacks, and step "
                 f"'{subject}' has no ladder to climb: {failure.error[:500]}",
                 outcome=NEEDS_REFINEMENT,
             )

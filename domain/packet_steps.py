@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import CallFacts, JournalRecord, ModelReplyEvent
@@ -38,6 +38,19 @@ class PacketAgentStep(AgentStep):
     handoff_to: str = "chief"
 
 
+class ItemCheck(BaseModel):
+    """A check of each item a loop writes (the playbook's per-beat continuity check): an
+    agent reads the item (and `input_slots`) and answers a verdict; a FAIL sends the item
+    back to the loop's agent with the findings, at most `max_revisions` times."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent_archetype: str = Field(min_length=1)
+    prompt_type: str = Field(min_length=1)
+    input_slots: list[str] = Field(default_factory=list)
+    max_revisions: int = Field(default=2, ge=0, le=5)
+
+
 class ForEachStep(AgentStep):
     """An agent run once per item of a list (a `$ref` into a slot or the task), in order.
     Each item is shown as `item` (with `item_index`, and the outputs so far as
@@ -53,12 +66,23 @@ class ForEachStep(AgentStep):
     handoff_to: str = "chief"
     #: How the outputs are joined into the slot's text.
     separator: str = "\n\n"
+    #: Each item checked as it is written, and revised when the check fails.
+    item_check: ItemCheck | None = None
+
+    def slots_read(self) -> list[str]:
+        extra = self.item_check.input_slots if self.item_check else []
+        return [*self.input_slots, *(s for s in extra if s not in self.input_slots)]
 
     def refs(self) -> Iterator[tuple[str, str]]:
         yield "items.$ref", self.items.ref
 
     def problems(self, known: KnownNames) -> Iterator[tuple[str, str]]:
         yield from super().problems(known)
+        if self.item_check and self.item_check.prompt_type not in known.prompts:
+            yield (
+                "item_check.prompt_type",
+                f"unknown prompt type '{self.item_check.prompt_type}'",
+            )
 
 
 STEP_KINDS.register(PacketAgentStep)
@@ -78,6 +102,60 @@ class ReceiptRecorded(JournalRecord):
     #: The long report, when it is not kept elsewhere (stored once: the receipt's excerpt
     #: and `report_ref` point at it).
     report: str | None = None
+
+
+class ForEachItemDrafted(JournalRecord, ModelReplyEvent):
+    """One draft of a checked loop's item (attempt 1, then each revision), committed as it
+    is written: a resumed loop never asks for it again."""
+
+    type_name: ClassVar[str] = "ForEachItemDrafted"
+    index: int
+    attempt: int
+    output: str
+    agent_id: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    cost_usd: float | None = None
+    request_ref: str | None = None
+    packet_id: str | None = None
+    receipt_id: str | None = None
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.agent_id.rsplit("-", 1)[0], self.provider, self.model, "",
+            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
+            self.attempts,
+        )  # fmt: skip
+
+
+class ForEachItemChecked(JournalRecord, ModelReplyEvent):
+    """The check of one draft of an item: its verdict and findings, and the call."""
+
+    type_name: ClassVar[str] = "ForEachItemChecked"
+    index: int
+    attempt: int
+    passed: bool
+    findings: list[str] = Field(default_factory=list)
+    agent_id: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    cost_usd: float | None = None
+    request_ref: str | None = None
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.agent_id.rsplit("-", 1)[0], self.provider, self.model, "",
+            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
+            self.attempts,
+        )  # fmt: skip
 
 
 class ForEachItemCompleted(JournalRecord, ModelReplyEvent):

@@ -158,7 +158,10 @@ class Recipe(_Frozen):
         return "a" if index < len(self.phase_a) else "b"
 
     def agent_archetypes(self) -> set[str]:
-        return {s.agent_archetype for s in self.steps if isinstance(s, AgentStep)}
+        roles = {s.agent_archetype for s in self.steps if isinstance(s, AgentStep)}
+        # A loop's per-item checker is a role of the recipe too.
+        checks = (getattr(s, "item_check", None) for s in self.steps)
+        return roles | {c.agent_archetype for c in checks if c is not None}
 
     @property
     def total_steps(self) -> int:

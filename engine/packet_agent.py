@@ -12,6 +12,7 @@ only the engine knows (ids, actor and model, decoding parameters, times, inputs 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -235,22 +236,15 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
             "item_index": f"{index + 1} of {len(items)}",
             "previous_items": joined(previous, step.separator) or "(none yet)",
         }
-        events: list[EventSpec] = []
-        if step.packets:
-            outcome, packet, receipt, work = await call_with_packet(
-                execution, instance, step, extra, index
-            )
-            ids = {"step_id": step.step_id, "instance_id": instance.instance_id}
-            events += [(ReceiptRecorded, {**ids, "receipt": receipt})]
-            packet_id, receipt_id = packet["packet_id"], receipt["receipt_id"]
+        if step.item_check is None:
+            draft = await draft_item(execution, instance, step, extra, index)
+            events = draft.events
         else:
-            outcome = await _call(execution, instance, step, extra, None)
-            work, packet_id, receipt_id = outcome.output, None, None
-        if outcome.request is not None:
-            events.insert(0, outcome.request.event())
-        # A T1 agent's micro-calls around the item's finding, in the order they were made.
-        events[:0] = outcome.micro_events(step, instance.instance_id, "triage")
-        events += outcome.micro_events(step, instance.instance_id, "evidence")
+            from controlroom.engine.item_check import checked_item
+
+            draft = await checked_item(execution, instance, step, extra, index, draft_item)
+            events = []
+        outcome, work = draft.outcome, draft.work
         events.append(
             (
                 ForEachItemCompleted,
@@ -261,22 +255,13 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
                     "total": len(items),
                     "output": work,
                     "output_sha256": sha256_text(work),
-                    "agent_id": outcome.agent_id,
-                    "provider": outcome.provider,
-                    "model": outcome.model,
-                    "input_tokens": outcome.usage.input_tokens,
-                    "output_tokens": outcome.usage.output_tokens,
-                    "latency_ms": outcome.latency_ms,
-                    "attempts": outcome.attempts,
-                    "request_ref": outcome.request.ref if outcome.request else None,
-                    "packet_id": packet_id,
-                    "receipt_id": receipt_id,
+                    **draft.facts,
                 },
             )
         )
         execution.journal(events)  # committed now: a crash after this never repeats the item
         done = run.items_done.get(instance.instance_id, {})
-        last = outcome
+        last = outcome if outcome is not None else last
     outputs = [done[i].output for i in range(len(items))]
     text = joined(outputs, step.separator)
     model = last or _replayed(done)
@@ -284,6 +269,56 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
     fields.update(output=text, output_sha256=sha256_text(text), summary=preview(text))
     fields.update(request=None, raw_output=None, contract=None, micro_steps=())
     return ForEachOutcome(**fields, items=len(items))
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One item written: the call (None when read back from the journal), the work, the
+    events to record with it, and the call facts the item's records carry."""
+
+    outcome: AgentOutcome | None
+    work: str
+    events: list[EventSpec]
+    facts: dict[str, Any]
+
+
+async def draft_item(
+    execution: Execution,
+    instance: StepInstance,
+    step: ForEachStep,
+    extra: dict[str, str],
+    index: int,
+) -> Draft:
+    """One call of the loop's agent for one item (a packet and its receipt with `packets`)."""
+    events: list[EventSpec] = []
+    if step.packets:
+        outcome, packet, receipt, work = await call_with_packet(
+            execution, instance, step, extra, index
+        )
+        ids = {"step_id": step.step_id, "instance_id": instance.instance_id}
+        events += [(ReceiptRecorded, {**ids, "receipt": receipt})]
+        packet_id, receipt_id = packet["packet_id"], receipt["receipt_id"]
+    else:
+        outcome = await _call(execution, instance, step, extra, None)
+        work, packet_id, receipt_id = outcome.output, None, None
+    if outcome.request is not None:
+        events.insert(0, outcome.request.event())
+    # A T1 agent's micro-calls around the item's finding, in the order they were made.
+    events[:0] = outcome.micro_events(step, instance.instance_id, "triage")
+    events += outcome.micro_events(step, instance.instance_id, "evidence")
+    facts = {
+        "agent_id": outcome.agent_id,
+        "provider": outcome.provider,
+        "model": outcome.model,
+        "input_tokens": outcome.usage.input_tokens,
+        "output_tokens": outcome.usage.output_tokens,
+        "latency_ms": outcome.latency_ms,
+        "attempts": outcome.attempts,
+        "request_ref": outcome.request.ref if outcome.request else None,
+        "packet_id": packet_id,
+        "receipt_id": receipt_id,
+    }
+    return Draft(outcome, work, events, facts)
 
 
 def _replayed(done: dict[int, ForEachItemCompleted]) -> AgentOutcome:

@@ -657,6 +657,7 @@ HANDLERS: dict[str, Callable[[str, Inputs], str]] = {
     "draft_scene": draft_scene,
     "polish_draft": polish_draft,
     "check_continuity": check_continuity,
+    "check_beat": check_continuity,
     "evaluate_reader_experience": evaluate_reader_experience,
     "review_consistency": review_consistency,
     "propose_corrections": propose_corrections,

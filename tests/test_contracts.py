@@ -74,7 +74,16 @@ def test_every_prompt_type_whose_slot_is_read_as_data_has_a_contract() -> None:
             slot = getattr(check, "slot", None)
             if getattr(check, "check", "") == "slot_field_equals" and slot in producers:
                 read_as_data.add(producers[slot])
-    assert read_as_data >= {"check_continuity", "review_consistency", "confirm_scene_validity"}
+        # A review gate reads its verdict slot as data too (`pass`, `verdict`, findings).
+        for step in recipe.phase_b:
+            verdict = getattr(step, "verdict_slot", None)
+            if verdict in producers:
+                read_as_data.add(producers[verdict])
+    assert read_as_data >= {
+        "check_continuity",
+        "confirm_scene_validity",
+        "evaluate_reader_experience",
+    }
     for prompt_type in read_as_data | {
         "evaluate_reader_experience",
         "evaluate_prose",

@@ -57,3 +57,48 @@ def test_an_issue_is_read_with_its_trail_and_closed_and_reopened_from_the_page(
         history = client.get(f"/api/issues/{issue['issue_id']}").json()["history"]
         assert [h["event"] for h in history][-3:] == ["commented", "closed", "reopened"]
         assert seen.problems == []
+
+
+def test_a_run_waiting_for_a_person_is_answered_from_the_issue_page_and_finishes(
+    tmp_path: Path,
+    watch: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    import json
+    import time
+
+    from tests.test_cli_e2e import cli
+    from tests.test_ladder_e2e import LADDER, workspace
+
+    ws = workspace(tmp_path, "ws", LADDER)
+    assert (
+        cli(
+            "run", "creative_draft_scene", "--arg", "scene_number=4", "-w", str(ws), "-q"
+        ).returncode
+        == 3
+    )
+    with (
+        live_server(ws) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        (issue,) = [i for i in client.get("/api/issues").json() if i["kind"] == "needs_human"]
+        run_id = issue["run_id"]
+        page = seen.open(f"/#/runs/{run_id}")
+        page.wait_for_selector("#run-waiting-person a")
+        page.click("#run-waiting-person a")
+        page.wait_for_selector("#issue-answer")
+        assert "rung escalate" in page.inner_text("#issue-detail")
+        seen.shot("issue-answer")
+        page.fill("#issue-resolution", "Draft it plainly.")
+        page.fill("#issue-model", "offline:offline-deterministic-1")
+        page.click("#issue-answer")
+        page.wait_for_selector('h1 .badge[data-status="closed"]')
+        deadline = time.monotonic() + 30
+        while client.get(f"/api/runs/{run_id}").json()["status"] != "done":
+            assert time.monotonic() < deadline, "the answered run did not finish"
+            time.sleep(0.2)
+        view = client.get(f"/api/runs/{run_id}").json()
+        assert [r["kind"] for r in view["ladder"]][-1] == "answered"
+        assert "waiting_for_person" not in view
+        assert json.loads(json.dumps(view["steps"]))  # served whole
+        assert seen.problems == []

@@ -156,6 +156,35 @@ export function fold(run, message) {
         step.status = "waiting";
         step.waitingFor = data.reason;
       }
+      if (data.awaiting && data.awaiting.kind === "person") {
+        run.waitingForPerson = { instance: data.instance_id, owner: data.awaiting.owner, issueId: data.awaiting.issue_id };
+        mark(run, message, `waiting for a person (${data.awaiting.owner || "user"}): ${data.step_id}'s ladder is spent`, "bad");
+      }
+      break;
+    case "HumanAnswered":
+      step = stepOf(run, data.step_id);
+      if (step) {
+        step.status = "answered";
+        step.completedAt = timestamp;
+        step.waitingFor = null;
+      }
+      run.waitingForPerson = null;
+      mark(run, message, `${data.by} answered: ${data.resolution}`, "good");
+      break;
+    case "FlowDecided":
+      // An escalation rung or a review gate's rollback: what the run did about a failure.
+      if (data.rung) {
+        run.ladder = run.ladder || [];
+        run.ladder.push({ kind: data.rung.kind, reason: data.reason, instance: data.instance_id });
+        mark(run, message, `${data.rung.kind}: ${data.reason}`, data.rung.kind === "deferred" ? "bad" : "");
+      }
+      break;
+    case "LadderCallRecorded":
+      step = stepOf(run, data.step_id);
+      if (step) {
+        step.ladderCalls = step.ladderCalls || [];
+        step.ladderCalls.push(data);
+      }
       break;
     case "DodChecked":
       run.dod = data;
@@ -184,7 +213,8 @@ export function fold(run, message) {
       run.status = "done";
       run.ended = true;
       run.completedAt = timestamp;
-      mark(run, message, "completed", "good");
+      run.outcome = data.outcome;
+      mark(run, message, data.outcome === 12 ? "completed: partial success (a step was deferred)" : "completed", "good");
       break;
     case "RunFailed":
       run.status = "failed";

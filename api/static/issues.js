@@ -62,6 +62,22 @@ export async function showIssue(root, issueId) {
     );
   }
 
+  // A needs_human issue: the run waits for this answer (its escalation ladder is spent).
+  function answerForm() {
+    if (issue.kind !== "needs_human" || issue.status !== "open") return null;
+    const resolution = h("textarea", { id: "issue-resolution", rows: 4, "aria-label": "resolution", placeholder: "what the step should do: the step runs again with this in its prompt" });
+    const model = h("input", { type: "text", id: "issue-model", "aria-label": "model", placeholder: "provider:model (optional: else the ladder's strongest)" });
+    const send = () => {
+      const body = { resolution: resolution.value };
+      if (model.value.trim()) body.model = model.value.trim();
+      return act("answer", body);
+    };
+    return section(
+      "Answer (the run waits for it)",
+      h("div", { class: "actions answer" }, resolution, model, h("button", { type: "button", id: "issue-answer", onclick: send }, "Answer and continue the run")),
+    );
+  }
+
   function trailRow(entry) {
     const report = h("div", { class: "report" });
     const open = entry.has_report
@@ -100,6 +116,7 @@ export async function showIssue(root, issueId) {
         h("dd", {}, issue.recipe_id || "–"),
         issue.resolution ? [h("dt", {}, "resolution"), h("dd", {}, `${issue.resolution} (${when(issue.closed_at)})`)] : null,
       ),
+      answerForm(),
       lifecycle(),
       section("Report", pre(issue.detail, { id: "issue-detail" })),
       issue.check ? section("Check", pre(json(issue.check))) : null,

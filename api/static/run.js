@@ -114,6 +114,9 @@ export async function showRun(root, runId) {
         run.owner ? [h("dt", {}, "owner"), h("dd", {}, run.owner)] : null,
       ),
       run.error ? h("p", { class: "error", id: "run-error" }, run.error) : null,
+      run.waitingForPerson && run.status === "running"
+        ? h("p", { class: "error", id: "run-waiting-person" }, `Waiting for a person (${run.waitingForPerson.owner || "user"}) at ${run.waitingForPerson.instance}: `, h("a", { href: `#/issues/${encodeURIComponent(run.waitingForPerson.issueId)}` }, "read the story and answer"))
+        : null,
       h("div", { class: "actions" }, actions),
     );
   }
