@@ -18,7 +18,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlroom.api import analytics, conference_http, dashboard, issues_http, plans_http
+from controlroom.api import (
+    analytics,
+    conference_http,
+    dashboard,
+    issues_http,
+    plans_http,
+    status_http,
+)
 from controlroom.api.bodies import RouteBody, StartRunBody, read_body
 from controlroom.api.checkpointer import Checkpointer
 from controlroom.api.errors import (
@@ -271,6 +278,7 @@ ROUTES = [
     Route("/api/analytics/query", analytics.post_query, methods=["POST"]),
     *plans_http.ROUTES,
     *conference_http.ROUTES,
+    *status_http.ROUTES,
     Route("/openapi.json", openapi, methods=["GET"]),
     *dashboard.API_ROUTES,
 ]

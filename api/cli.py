@@ -71,6 +71,13 @@ def cmd_issues(ns: argparse.Namespace) -> int:
     return run_issues_command(open_context(ns), ns)
 
 
+def cmd_status(ns: argparse.Namespace) -> int:
+    """The pipelines' status, as STATUS.md shows it (api/status_cli.py)."""
+    from controlroom.api.status_cli import run_status_command
+
+    return run_status_command(open_context(ns), ns)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument(
@@ -118,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     from controlroom.api.issues_cli import add_parser as add_issues_parser
 
     add_issues_parser(sub, common).set_defaults(func=cmd_issues)
+
+    from controlroom.api.status_cli import add_parser as add_status_parser
+
+    add_status_parser(sub, common).set_defaults(func=cmd_status)
     return parser
 
 

@@ -30,6 +30,7 @@ from controlroom.domain.plan_errors import (
     PlanStateError,
 )
 from controlroom.projections.plan_queries import RoundNotFoundError
+from controlroom.projections.status_queries import PipelineNotFoundError
 
 
 class HttpError(Exception):
@@ -72,7 +73,7 @@ def to_http(exc: ControlRoomError) -> HttpError:
         return HttpError(409, "conflict", message)
     if isinstance(exc, PlanInputError):
         return HttpError(400, "bad_input", message, exc.field)
-    if isinstance(exc, PlanNotFoundError | RoundNotFoundError):
+    if isinstance(exc, PlanNotFoundError | RoundNotFoundError | PipelineNotFoundError):
         return HttpError(404, "not_found", message)
     if isinstance(exc, PlanStateError):
         return HttpError(409, "conflict", message)

@@ -16,6 +16,7 @@ from controlroom.api.bodies import RouteBody, StartRunBody
 from controlroom.api.openapi_issues import issue_paths
 from controlroom.api.openapi_links import make_fuzzable
 from controlroom.api.openapi_plans import conference_paths, plan_paths
+from controlroom.api.openapi_status import pipeline_paths
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.run_events import RoutingDecision
 from controlroom.projections.analytics_query import AnalyticsResult
@@ -364,6 +365,7 @@ def openapi_document() -> dict[str, Any]:
     paths.update(plan_paths(models))
     paths.update(issue_paths(models))
     paths.update(conference_paths(models))
+    paths.update(pipeline_paths(models))
     models.ref(StartRunBody)
     models.ref(RouteBody)
     models.ref(AnalyticsQueryBody)

@@ -75,9 +75,8 @@ class ProgressPrinter:
             self._say(f"      ✗ {e.instance_id or e.step_id} failed: {e.error}")
         elif isinstance(e, ForEachItemChecked) and not e.passed:
             finding = e.findings[0] if e.findings else "no findings given"
-            self._say(
-                f"      · item {e.index + 1}, draft {e.attempt}: the check rejected it ({finding[:120]})"
-            )
+            where = f"item {e.index + 1}, draft {e.attempt}"
+            self._say(f"      · {where}: the check rejected it ({finding[:120]})")
         elif isinstance(e, FlowDecided) and e.rung:
             # An escalation rung or a gate's rollback: what the run does about a failure.
             self._say(f"  ↳ {e.rung.get('kind')}: {e.reason}")

@@ -1,6 +1,6 @@
 """Per-step cost of a run beside the raw cost of the event store, measured in one process.
 
-Ours: the 9-step `creative_draft_scene` recipe on the example novel, offline model at zero
+Ours: the 11-step `creative_draft_scene` recipe on the example novel, offline model at zero
 latency, SQLite store: tools, prompts, model, events and one durable commit per step.
 Baseline: the `eventsourcing` library saving one small aggregate event per step to a
 SQLite file of the same kind. Rounds alternate the two so machine noise hits both alike;
@@ -30,7 +30,7 @@ from controlroom.engine.service import RunRequest, RunService  # noqa: E402
 
 RUNS_PER_ROUND = 20
 ROUNDS = 5
-STEPS = 9
+STEPS = 11  # 3 tool steps, 5 agents, 2 review gates and the write
 
 
 class Counter(Aggregate):

@@ -157,6 +157,8 @@ class Run(Aggregate):
         self.waiting_on: str | None = None
         #: What the waiting step waits for (`{"kind": "person", "issue_id": ...}`).
         self.awaiting: dict[str, Any] = {}
+        #: Everything the run's steps have waited for, in order.
+        self.waits: list[dict[str, Any]] = []
         self.history: list[Performed] = []
         self.times_started: dict[str, int] = {}
         self.slot_values: dict[str, Any] = {}
@@ -752,6 +754,7 @@ class Run(Aggregate):
     def _on_step_waiting(self, e: StepWaiting) -> None:
         self.waiting_on = e.instance_id
         self.awaiting = dict(e.awaiting)
+        self.waits.append(self.awaiting)
 
     def _on_receipt(self, e: ReceiptIssued) -> None:
         self.receipt_outputs[e.receipt_id] = e.output

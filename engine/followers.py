@@ -1,8 +1,10 @@
 """The catch-up loop: everything that follows the log, in one place.
 
 Tracked policies react first (their new events are part of the log the projections then
-read), then every named projection catches up. The CLI runs it after a command that
-wrote, the server runs it continuously off its event loop, and workers will run it too.
+read), then every named projection catches up, then the exporters write what the views say
+into the workspace (STATUS.md: `engine/status_export.py`), each change once. The CLI runs
+it after a command that wrote, the server runs it continuously off its event loop, and
+workers run it too.
 """
 
 from __future__ import annotations
@@ -25,9 +27,16 @@ class Followers:
         store: EventStore,
         projections: CatchesUp | None = None,
         policies: Sequence[Policy] | None = None,
+        exporters: Sequence[CatchesUp] | None = None,
     ) -> None:
         self.policies = PolicyRunner(store, bundled_policies() if policies is None else policies)
         self.projections = projections
+        if exporters is None:
+            from controlroom.engine.status_export import default_exporters
+
+            exporters = default_exporters(store, projections)
+        #: Followers of the views that write into the workspace (views that know it).
+        self.exporters = list(exporters)
         # One catch-up at a time in this process; other processes are kept apart by the
         # tracking rows themselves.
         self._lock = threading.Lock()
@@ -38,4 +47,9 @@ class Followers:
             reacted = self.policies.catch_up()
             if self.projections is not None:
                 self.projections.catch_up()
+            if sum(exporter.catch_up() for exporter in self.exporters):
+                # What an export recorded may call for a reaction (a conflict's issue).
+                reacted += self.policies.catch_up()
+                if self.projections is not None:
+                    self.projections.catch_up()
             return reacted

@@ -6,15 +6,21 @@ from __future__ import annotations
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.issue import Issue, IssueAnswered
 from controlroom.domain.run import Run
-from controlroom.domain.run_events import StepWaiting
+from controlroom.domain.run_events import RunCancelled, StepWaiting
 from controlroom.engine.policies import Unit
 
 
 class NeedsHumanIssuePolicy:
+    """A step waiting for a person opens its `needs_human` issue (once); a run cancelled
+    while it waits closes it, saying so: nobody is left waiting for the answer."""
+
     name = "policy.needs_human_issues"
-    follows = frozenset({StepWaiting.type_name})
+    follows = frozenset({StepWaiting.type_name, RunCancelled.type_name})
 
     def react(self, event: DomainEvent, unit: Unit) -> None:
+        if isinstance(event, RunCancelled):
+            self._cancelled(event, unit)
+            return
         assert isinstance(event, StepWaiting)
         awaiting = event.awaiting
         issue_id = awaiting.get("issue_id")
@@ -40,6 +46,21 @@ class NeedsHumanIssuePolicy:
                 evidence={"owner": awaiting.get("owner"), "instance_id": event.instance_id},
             )
         )
+
+    @staticmethod
+    def _cancelled(event: RunCancelled, unit: Unit) -> None:
+        run = unit.get(Run, event.originator_id)
+        if run is None:
+            return
+        waits = [w for w in run.waits if w.get("kind") == "person"]
+        for wait in waits:
+            issue = unit.get(Issue, str(wait.get("issue_id")))
+            if issue is not None and issue.status == "open":
+                issue.close(event.timestamp, f"the run was cancelled: {event.reason}", by=NAME)
+                unit.add(issue)
+
+
+NAME = NeedsHumanIssuePolicy.name
 
 
 class HumanAnswerPolicy:

@@ -147,6 +147,7 @@ def bundled_policies() -> list[Policy]:
         PlanRunsPolicy,
         ReviewOutcomePolicy,
     )
+    from controlroom.engine.status_export import StatusExportIssuePolicy
 
     return [
         DodIssuePolicy(),
@@ -159,6 +160,7 @@ def bundled_policies() -> list[Policy]:
         NeedsHumanIssuePolicy(),
         HumanAnswerPolicy(),
         IterationArchivePolicy(),
+        StatusExportIssuePolicy(),
     ]
 
 

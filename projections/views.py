@@ -18,14 +18,22 @@ from controlroom.projections.issues import IssuesProjection
 from controlroom.projections.plan_queries import ConferenceQueries, PlanQueries
 from controlroom.projections.queries import Queries
 from controlroom.projections.runs import RunsProjection
+from controlroom.projections.status_queries import StatusQueries
 
 
 def all_projections() -> list[Projection]:
     """Every read model this release keeps, in the order they catch up."""
     from controlroom.projections.conferences import ConferencesProjection
     from controlroom.projections.plans import PlansProjection
+    from controlroom.projections.status import StatusProjection
 
-    return [RunsProjection(), IssuesProjection(), PlansProjection(), ConferencesProjection()]
+    return [
+        RunsProjection(),
+        IssuesProjection(),
+        PlansProjection(),
+        ConferencesProjection(),
+        StatusProjection(),
+    ]
 
 
 class Views(Projections):
@@ -34,18 +42,26 @@ class Views(Projections):
         self.query = Queries(self.conn, self.lock)
         self.plans = PlanQueries(self.conn, self.lock)
         self.conferences = ConferenceQueries(self.conn, self.lock)
+        self.pipelines = StatusQueries(self.conn, self.lock)
+        #: The workspace these views are of, when known: followers that write into it (the
+        #: STATUS.md export) need it.
+        self.workspace: Path | None = None
 
     @classmethod
     def for_store(cls, store: EventStore, workspace: Path | None = None) -> Views:
         """Beside a SQLite log: `views.sqlite`. With a PostgreSQL log: in its database and
         schema, shared by every process and machine that uses the log. Otherwise, in memory.
-        (`workspace` is no longer needed; callers still pass it.)"""
+        `workspace`: where followers of these views write (the STATUS.md export); without
+        it they write nothing."""
         dbname = store.env.get("SQLITE_DBNAME") if store.backend == "sqlite" else None
         if dbname:
-            return cls(store, Path(dbname).with_name("views.sqlite"))
-        if store.backend == "postgres":
-            return cls(store, PostgresDb(store.env))
-        return cls(store, None)
+            views = cls(store, Path(dbname).with_name("views.sqlite"))
+        elif store.backend == "postgres":
+            views = cls(store, PostgresDb(store.env))
+        else:
+            views = cls(store, None)
+        views.workspace = workspace
+        return views
 
     def dump(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every row of every view, ordered: for comparing a rebuild with the live views."""

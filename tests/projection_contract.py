@@ -72,6 +72,7 @@ class ProjectionsContract:
             ("issues", head, 0),
             ("plans", head, 0),
             ("conferences", head, 0),
+            ("status", head, 0),
         ]
         assert [(r.run_id, r.status) for r in views.query.runs()] == [
             (first, "done"),
@@ -122,6 +123,31 @@ class ProjectionsContract:
         closed = views.query.issue("iss_1")
         assert (closed.status, closed.resolution) == ("closed", "fixed")
         assert closed.closed_at is not None and closed.closed_at.startswith("2026-02-10T14:30:01")
+
+    def test_a_pipelines_status_is_folded_and_rebuilt_alike(
+        self, ctx: Context, views: Views
+    ) -> None:
+        from controlroom.domain.iteration import iteration_id
+        from tests.test_status import finish_the_ladder_run, the_ladder_run
+
+        run = the_ladder_run(ctx)
+        views.catch_up(batch_size=5)
+        target_id = iteration_id('tiny_pipeline {"scene":4}')
+        (summary,) = views.pipelines.pipelines()
+        assert (summary.target_id, summary.run_status, summary.blockers) == (
+            target_id,
+            "waiting",
+            1,
+        )
+        finish_the_ladder_run(ctx, run)
+        views.catch_up(batch_size=4)
+        detail = views.pipelines.pipeline(target_id)
+        assert detail.current is not None and detail.current.status == "partial"
+        assert [(h.number, h.result, h.deferred) for h in detail.history] == [(1, "partial", 1)]
+        assert views.pipelines.snapshot()[0] == detail.position == ctx.store.max_position()
+        live = views.dump()
+        views.rebuild("status")
+        assert views.dump() == live
 
     def test_views_ahead_of_their_log_start_again_from_it(
         self, ctx: Context, tmp_path: Path

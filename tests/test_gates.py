@@ -21,7 +21,7 @@ from controlroom.domain.gates import (
     judge,
     read_verdict,
 )
-from controlroom.domain.recipe import SlotFieldEmpty
+from controlroom.domain.recipe import SlotFieldEmpty, SlotMentionsEach
 from controlroom.domain.recipe_check import validate_recipe
 from controlroom.domain.run import Run, RunStatus
 from controlroom.domain.run_events import (
@@ -606,6 +606,8 @@ def test_the_bundled_recipes_gate_before_they_write() -> None:
         ("analytical_consistency", "findings_gate"): (None, "review", 2, "blocking"),
         ("analytical_consistency", "corrections_gate"): (None, "corrections", 2, "blocking"),
         ("analytical_prose", "prose_gate"): ("prose_verdict", "revise", 1, "advisory"),
+        ("revision_pass", "specify_exit"): (None, "specify", 2, "blocking"),
+        ("revision_pass", "review"): (None, "revise", 2, "blocking"),
     }
     consistency = catalog.get("analytical_consistency")
     # No model's `pass` decides its DoD: the tool's own findings do.
@@ -613,7 +615,11 @@ def test_the_bundled_recipes_gate_before_they_write() -> None:
     assert (consistency.dod[0].slot, consistency.dod[0].field) == ("consistency_report", "findings")
     for gate in gates.values():
         if gate.checks:
-            assert all(c.items.ref == "consistency_report.findings" for c in gate.checks)
+            assert all(
+                c.items.ref == "consistency_report.findings"
+                for c in gate.checks
+                if isinstance(c, SlotMentionsEach)
+            )
     for recipe in catalog.recipes():
         ids = [s.step_id for s in recipe.steps]
         writes = [i for i, s in enumerate(recipe.steps) if s.kind == "write_file"]

@@ -256,3 +256,20 @@ def test_low_confidence_or_spent_limits_turn_a_relax_into_block() -> None:
     assert triage_verdict(sure, {"min_confidence": 0.7, "relax_left": 0})["decision"] == "BLOCK"
     unnamed = {**sure, "constraint": None}
     assert triage_verdict(unnamed, {"relax_left": 1})["decision"] == "BLOCK"
+
+
+def test_cancelling_a_run_that_waits_for_a_person_closes_its_issue(workspace: Path) -> None:
+    ctx, _ = open_ctx(workspace, {"model": "bad-1", "owner": "the author"})
+    run = run_to_rest(ctx)
+    assert run.is_waiting and run.awaiting["kind"] == "person"
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    Followers(ctx.store, views).catch_up()
+    issue_id = str(run.awaiting["issue_id"])
+    RunService(ctx).cancel(run.id, "not needed")
+    Followers(ctx.store, views).catch_up()
+    issue = ctx.store.load(Issue, issue_id)
+    assert issue is not None and issue.status == "closed"
+    with pytest.raises(Exception, match="closed"):
+        IssueService(ctx).answer(issue_id, "too late")
+    views.close()
+    ctx.close()

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
 #: The consistency check's commits: its start, then one per step (the DoD rides on the last),
 #: and the intent of its report file, committed before the file is written.
-CONSISTENCY_COMMITS = 7
+CONSISTENCY_COMMITS = 9  # start, 7 steps (2 of them review gates), the report's intent
 
 
 def cli(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

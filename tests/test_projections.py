@@ -136,6 +136,7 @@ def test_projections_status_shows_each_position_and_lag_and_rebuild_takes_a_name
         {"name": "issues", "position": 0, "head": head, "lag": head},
         {"name": "plans", "position": 0, "head": head, "lag": head},
         {"name": "conferences", "position": 0, "head": head, "lag": head},
+        {"name": "status", "position": 0, "head": head, "lag": head},
     ]
     rebuilt = cli("projections", "rebuild", "issues", "-w", ws)
     assert rebuilt.returncode == 0
@@ -147,7 +148,10 @@ def test_projections_status_shows_each_position_and_lag_and_rebuild_takes_a_name
 
     unknown = cli("projections", "rebuild", "nope", "-w", ws)
     assert unknown.returncode == 64
-    assert "unknown projection 'nope'; known: runs, issues, plans, conferences" in unknown.stderr
+    assert (
+        "unknown projection 'nope'; known: runs, issues, plans, conferences, status"
+        in unknown.stderr
+    )
 
 
 def recorded(position: int, version: int, type_name: str, **data: Any) -> Recorded:

@@ -49,6 +49,10 @@ TIER_SPECIFIC = {
     "conference_evidence": "t1",
     "step_triage": "t1",
     "step_evidence": "t1",
+    # The escalation ladder's own calls (consult, synthesis, triage) are made at T3.
+    "ladder_consult": "t3",
+    "ladder_synthesize": "t3",
+    "ladder_triage": "t3",
 }
 #: Appendix F's guideline is about 200, 500 and 800 words; these bounds catch a stub or a
 #: variant that is really another tier's.

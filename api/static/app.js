@@ -7,6 +7,7 @@ import { showDiff } from "./diff.js";
 import { showIssue, showIssues } from "./issues.js";
 import { showPlan, showPlans } from "./plans.js";
 import { showConference, showConferences } from "./conferences.js";
+import { showPipeline, showPipelines } from "./pipelines.js";
 import { showRun } from "./run.js";
 import { showRuns } from "./runs.js";
 
@@ -25,6 +26,8 @@ const ROUTES = [
   [/^#\/conferences$/, () => showConferences],
   [/^#\/conferences\/([^/]+)$/, (m) => (node) => showConference(node, decodeURIComponent(m[1]))],
   [/^#\/plans\/([^/]+)$/, (m) => (node) => showPlan(node, decodeURIComponent(m[1]))],
+  [/^#\/pipelines$/, () => showPipelines],
+  [/^#\/pipelines\/([^/]+)$/, (m) => (node) => showPipeline(node, decodeURIComponent(m[1]))],
   [/^#\/analytics$/, () => (node) => showAnalytics(node, null)],
   [/^#\/analytics\/([^/]+)$/, (m) => (node) => showAnalytics(node, decodeURIComponent(m[1]))],
 ];
@@ -34,7 +37,7 @@ function route() {
   current = null;
   const hash = location.hash || "#/";
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const section = ["issues", "plans", "conferences", "analytics"].find((s) => hash.startsWith(`#/${s}`)) || "runs";
+    const section = ["issues", "plans", "pipelines", "conferences", "analytics"].find((s) => hash.startsWith(`#/${s}`)) || "runs";
     link.classList.toggle("active", link.dataset.nav === section);
   }
   const ticket = ++navigations;
