@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 
+from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.issue import Issue
 from controlroom.domain.plan import SessionPlan
-from controlroom.domain.plan_events import TaskOutcome, TaskRunRequested
+from controlroom.domain.plan_events import TaskOutcome, TaskReviewed, TaskRunRequested
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import (
@@ -138,3 +140,46 @@ class ReviewOutcomePolicy:
                 first_delay_s=float(delay) if isinstance(delay, int | float) else 0.0,
             )
         unit.add(plan)
+
+
+class FollowUpIssuePolicy:
+    """The Chief's `follow_up` on a finished task is a verdict that asks for work: it opens
+    a `follow_up` issue (once per review) with the Chief's notes, linked to the task's run,
+    where the writer sees it beside the run's checks. The plan itself goes on: a task's
+    dependants may have started before the review came back, and re-running work is the
+    writer's call (`controlroom retry`, or a new task)."""
+
+    name = "policy.plan_follow_ups"
+    follows = frozenset({TaskReviewed.type_name})
+
+    def react(self, event: DomainEvent, unit: Unit) -> None:
+        assert isinstance(event, TaskReviewed)
+        if event.decision != "follow_up":
+            return
+        plan = unit.get(SessionPlan, event.originator_id)
+        if plan is None or event.task_id not in plan.tasks:
+            return
+        issue_id = (
+            "iss_"
+            + sha256_text(f"follow_up:{plan.id}:{event.task_id}:{event.originator_version}")[:24]
+        )
+        if unit.get(Issue, issue_id) is not None:
+            return
+        task = plan.tasks[event.task_id]
+        run_id = plan.run_ids.get(event.task_id)
+        unit.add(
+            Issue.open(
+                issue_id,
+                event.timestamp,
+                kind="follow_up",
+                title=f"The Chief asks for a follow-up on task {event.task_id}: "
+                f"{task.description[:80]}",
+                detail=f"{event.notes}\n\nThe task's Definition of Done: {task.dod}\n"
+                f"Its run's own DoD {'passed' if event.dod_passed else 'did not pass'}.",
+                run_id=run_id,
+                session_id=plan.session_id,
+                recipe_id=None,
+                check={"plan_id": plan.id, "task_id": event.task_id},
+                evidence={"decision": event.decision, "notes": event.notes},
+            )
+        )

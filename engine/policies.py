@@ -143,6 +143,7 @@ def bundled_policies() -> list[Policy]:
     from controlroom.engine.iterations import IterationArchivePolicy
     from controlroom.engine.ladder_policies import HumanAnswerPolicy, NeedsHumanIssuePolicy
     from controlroom.engine.plan_policies import (
+        FollowUpIssuePolicy,
         PlanProgressPolicy,
         PlanRunsPolicy,
         ReviewOutcomePolicy,
@@ -156,6 +157,7 @@ def bundled_policies() -> list[Policy]:
         PlanRunsPolicy(),
         PlanProgressPolicy(),
         ReviewOutcomePolicy(),
+        FollowUpIssuePolicy(),
         ConferenceClosePolicy(),
         NeedsHumanIssuePolicy(),
         HumanAnswerPolicy(),

@@ -102,3 +102,38 @@ def test_a_run_waiting_for_a_person_is_answered_from_the_issue_page_and_finishes
         assert "waiting_for_person" not in view
         assert json.loads(json.dumps(view["steps"]))  # served whole
         assert seen.problems == []
+
+
+def test_the_run_page_shows_what_every_reply_cost_rejected_ones_and_rungs_included(
+    workspace: Path,
+    watch: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    from tests.test_ladder import open_ctx, run_to_rest
+
+    def escalate() -> str:
+        ctx, _ = open_ctx(
+            workspace,
+            {"model": "bad-1", "escalation": [{"provider": "lab", "model": "good"}]},
+        )
+        try:
+            return run_to_rest(ctx).id
+        finally:
+            ctx.close()
+
+    ran: list[str] = []
+    worker = threading.Thread(target=lambda: ran.append(escalate()))
+    worker.start()
+    worker.join(timeout=60)
+    (run_id,) = ran
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        view = client.get(f"/api/runs/{run_id}").json()
+        assert view["cost_usd"] > 0 and [r["kind"] for r in view["ladder"]] == ["escalate"]
+        page = seen.open(f"/#/runs/{run_id}")
+        page.wait_for_selector("#run-cost")
+        shown = page.inner_text("#run-cost")
+        assert shown.startswith(f"${view['cost_usd']:.6f}"), (shown, view["cost_usd"])
+        assert seen.problems == []

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from controlroom.domain.issue import IssueOpened
 from controlroom.domain.packets import TaskPacket
 from controlroom.domain.plan import PlanStatus, TaskState
 from controlroom.domain.plan_errors import ChiefReplyError, PlanInputError, PlanStateError
@@ -259,3 +260,25 @@ def test_the_chief_sees_the_files_as_they_are_now_in_a_long_lived_context(
     after = workspace_scenes(ctx)
     assert "The Reckoning" in after.drafted[4]
     assert 5 in after.outlined
+
+
+def test_the_chiefs_follow_up_opens_an_issue_with_its_notes(ctx: Context) -> None:
+    """A verdict that asks for work is acted on: the writer finds it as an issue."""
+    service = PlanService(ctx)
+    plan = create(ctx, "Check consistency of scenes 1-3 against canon")
+    service.approve(plan.id)
+    service.start(plan.id)
+    plan = asyncio.run(drive(ctx, plan.id, Followers(ctx.store)))
+    (review,) = [e for e in ctx.store.stream(plan.id) if isinstance(e, TaskReviewed)]
+    assert review.decision == "follow_up"  # the planted error in scene 2 fails the DoD
+    Followers(ctx.store).catch_up()
+    opened = [
+        p.event
+        for p in ctx.store.read_log()
+        if isinstance(p.event, IssueOpened) and p.event.kind == "follow_up"
+    ]
+    assert len(opened) == 1
+    (issue,) = opened
+    assert issue.check == {"plan_id": plan.id, "task_id": review.task_id}
+    assert review.notes in issue.detail
+    assert issue.run_id == plan.run_ids[review.task_id]

@@ -83,6 +83,17 @@ export async function showRun(root, runId) {
     if (frame === null) frame = requestAnimationFrame(render);
   }
 
+  // What every model reply of the run cost (priced models): accepted, rejected, ladder calls.
+  function runCost() {
+    const costs = [];
+    for (const s of run.steps.values()) {
+      for (const c of [s.response, ...s.rejections, ...(s.ladderCalls || [])]) {
+        if (c && typeof c.cost_usd === "number") costs.push(c.cost_usd);
+      }
+    }
+    return costs.length ? costs.reduce((a, b) => a + b, 0) : null;
+  }
+
   function renderHeader() {
     const actions = [];
     if (run.status === "running" || run.status === "pending") {
@@ -112,6 +123,7 @@ export async function showRun(root, runId) {
         h("dt", {}, "progress"),
         h("dd", {}, `${[...run.steps.values()].filter((s) => s.status === "done").length} of ${run.totalSteps} steps`),
         run.owner ? [h("dt", {}, "owner"), h("dd", {}, run.owner)] : null,
+        runCost() !== null ? [h("dt", {}, "cost"), h("dd", { id: "run-cost" }, `$${runCost().toFixed(6)} (every reply paid for, rejected ones included)`)] : null,
       ),
       run.error ? h("p", { class: "error", id: "run-error" }, run.error) : null,
       run.waitingForPerson && run.status === "running"

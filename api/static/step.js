@@ -34,7 +34,7 @@ export function stepDetail(run, step, actions) {
     inputsSection(run, step),
     step.receipt ? receiptSection(step.receipt) : null,
     step.response ? promptSection(run, step.response) : null,
-    step.response ? usageSection(step.response) : null,
+    step.response ? usageSection(step.response, step) : null,
     microSection(run, step),
     attemptsSection(step),
   );
@@ -122,8 +122,18 @@ function promptSection(run, response) {
   );
 }
 
-function usageSection(response) {
+// What the step instance paid for: its reply, the replies its contract rejected, and the
+// calls an escalation rung made around it (consult, synthesis, triage).
+function spentOn(step) {
+  const costs = [step.response, ...step.rejections, ...(step.ladderCalls || [])]
+    .map((c) => (c ? c.cost_usd : null))
+    .filter((c) => typeof c === "number");
+  return costs.length ? costs.reduce((a, b) => a + b, 0) : null;
+}
+
+function usageSection(response, step) {
   const usage = response.usage || {};
+  const spent = step ? spentOn(step) : null;
   return section(
     "Usage",
     h(
@@ -133,6 +143,7 @@ function usageSection(response) {
       fact("input tokens", `${usage.input_tokens ?? 0}${usage.estimated ? " (estimated)" : ""}`),
       fact("output tokens", `${usage.output_tokens ?? 0}${usage.estimated ? " (estimated)" : ""}`),
       fact("cost", response.cost_usd === null || response.cost_usd === undefined ? "unknown" : `$${response.cost_usd.toFixed(6)}`),
+      spent !== null && spent !== response.cost_usd ? fact("spent, rejected replies and ladder calls included", `$${spent.toFixed(6)}`) : null,
       fact("latency", formatMs(response.latency_ms)),
       fact("attempts", response.attempts),
     ),
