@@ -20,7 +20,7 @@ from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import CallFacts, JournalRecord, ModelReplyEvent
 from controlroom.domain.outcomes import AgentOutcome, EventSpec
 from controlroom.domain.packets import PacketIntent
-from controlroom.domain.run_events import SlotWritten
+from controlroom.domain.run_events import AgentResponded, SlotWritten
 from controlroom.domain.steps import STEP_KINDS, AgentStep, KnownNames, Ref, StepSpec
 
 RECEIPT_CONTRACT = "receipt_reply"
@@ -174,6 +174,9 @@ class ForEachItemCompleted(JournalRecord, ModelReplyEvent):
     request_ref: str | None = None
     packet_id: str | None = None
     receipt_id: str | None = None
+    #: In a checked loop: the item's accepted draft, already recorded as its call
+    #: (`ForEachItemDrafted`), so this record is not a call to count again.
+    checked: bool = False
 
     def call(self) -> CallFacts:
         return CallFacts(
@@ -224,9 +227,17 @@ class ForEachOutcome(AgentOutcome):
     recorded as each finished)."""
 
     items: int = 0
+    #: Its items were checked: every draft and check is a call recorded of its own.
+    checked: bool = False
 
     def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
-        return super().events(step, session_id)
+        events = super().events(step, session_id)
+        if not self.checked:
+            return events
+        return [
+            (kind, {**fields, "repeats_items": True}) if kind is AgentResponded else (kind, fields)
+            for kind, fields in events
+        ]
 
 
 def joined(outputs: list[str], separator: str) -> str:

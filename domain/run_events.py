@@ -194,6 +194,10 @@ class AgentResponded(ModelReplyEvent):
     raw_output_digest: ReplyDigest | None = None
     #: `finding` when a T1 agent's step ran as micro-calls (triage, finding, evidence).
     micro_step: str | None = None
+    #: True for a checked loop (`for_each` with `item_check`): this reply repeats its last
+    #: item's accepted draft, each draft and check being recorded as a call of its own
+    #: (`ForEachItemDrafted`, `ForEachItemChecked`), so it is not a call to count again.
+    repeats_items: bool = False
 
     def call(self) -> CallFacts:
         return usage_call(self.agent_archetype, self)

@@ -72,6 +72,8 @@ async def checked_item(
                 )
             draft = await draft_item(execution, asked, step, extra, index)
             fields = {**ids, "index": index, "attempt": attempt, "output": draft.work}
+            if draft.outcome is not None:
+                fields["cost_usd"] = draft.outcome.cost_usd
             execution.journal([*draft.events, (ForEachItemDrafted, {**fields, **draft.facts})])
         if attempt in checked:
             verdict_passed, findings = checked[attempt].passed, list(checked[attempt].findings)
@@ -137,5 +139,13 @@ async def _check(
         "request_ref": outcome.request.ref if outcome.request else None,
     }
     requests = [outcome.request.event()] if outcome.request is not None else []
-    execution.journal([*requests, (ForEachItemChecked, record)])
+    # A T1 checker's micro-calls around its verdict, in the order they were made.
+    execution.journal(
+        [
+            *outcome.micro_events(checker, instance.instance_id, "triage"),
+            *requests,
+            (ForEachItemChecked, record),
+            *outcome.micro_events(checker, instance.instance_id, "evidence"),
+        ]
+    )
     return verdict.passed, findings

@@ -255,6 +255,7 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
                     "total": len(items),
                     "output": work,
                     "output_sha256": sha256_text(work),
+                    "checked": step.item_check is not None,
                     **draft.facts,
                 },
             )
@@ -268,7 +269,7 @@ async def perform_for_each(execution: Execution, instance: StepInstance) -> Step
     fields = _fields(model)
     fields.update(output=text, output_sha256=sha256_text(text), summary=preview(text))
     fields.update(request=None, raw_output=None, contract=None, micro_steps=())
-    return ForEachOutcome(**fields, items=len(items))
+    return ForEachOutcome(**fields, items=len(items), checked=step.item_check is not None)
 
 
 @dataclass(frozen=True)

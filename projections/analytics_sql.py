@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 9
+LAYOUT: Final = 10
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -340,7 +340,7 @@ _AGENT = _shape(
     step_id=_V, agent_archetype=_V, agent_id=_V, provider=_V, model=_V, tier=_V,
     prompt_type=_V, prompt_variant=_V,
     usage={"input_tokens": "BIGINT", "output_tokens": "BIGINT", "estimated": _B},
-    latency_ms=_D, cost_usd=_D, attempts=_I,
+    latency_ms=_D, cost_usd=_D, attempts=_I, repeats_items=_B,
 )  # fmt: skip
 _CHIEF = _shape(
     purpose=_V, role=_V, prompt_type=_V, provider=_V, model=_V, tier=_V,
@@ -363,7 +363,11 @@ _ROLE = _shape(
 )  # fmt: skip
 _ITEM = _shape(
     step_id=_V, index=_I, total=_I, agent_id=_V, provider=_V, model=_V,
-    input_tokens="BIGINT", output_tokens="BIGINT", latency_ms=_D, attempts=_I,
+    input_tokens="BIGINT", output_tokens="BIGINT", latency_ms=_D, attempts=_I, checked=_B,
+)  # fmt: skip
+_CHECKED = _shape(
+    step_id=_V, agent_id=_V, provider=_V, model=_V, input_tokens="BIGINT",
+    output_tokens="BIGINT", latency_ms=_D, cost_usd=_D, attempts=_I,
 )  # fmt: skip
 _ATTEMPT = _shape(
     step_id=_V, attempt=_I, provider=_V, model=_V, kind=_V, status=_I, message=_V,
@@ -423,7 +427,8 @@ LOADS: Final = (
         j.provider, j.model, j.tier, j.prompt_type, j.prompt_variant, j.usage.input_tokens,
         j.usage.output_tokens, coalesce(j.usage.estimated, j.provider = 'offline'),
         j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
-    {_rows(_AGENT, "AgentResponded", "AgentMicroStepResponded")}""",
+    FROM (SELECT * {_rows(_AGENT, "AgentResponded", "AgentMicroStepResponded")})
+    WHERE NOT coalesce(j.repeats_items, false)""",
     # Every other model call is a row too: the Chief's (planning, reviewing, choosing a
     # round's tools; `run_id` is then the plan's or the round's id, `step_id` the purpose),
     # a conference role's, and a loop's items before its last (the step's own
@@ -456,7 +461,14 @@ LOADS: Final = (
     SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
         j.model, NULL, NULL, NULL, j.input_tokens, j.output_tokens, j.provider = 'offline',
         j.latency_ms, NULL, coalesce(j.attempts, 1)
-    FROM (SELECT * {_rows(_ITEM, "ForEachItemCompleted")}) WHERE j.index < j.total - 1""",
+    FROM (SELECT * {_rows(_ITEM, "ForEachItemCompleted")})
+    WHERE j.index < j.total - 1 AND NOT coalesce(j.checked, false)""",
+    # A checked loop's calls: every draft of an item and every check of a draft.
+    f"""INSERT INTO agent_calls
+    SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
+        j.model, NULL, event_type, NULL, j.input_tokens, j.output_tokens,
+        j.provider = 'offline', j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
+    {_rows(_CHECKED, "ForEachItemDrafted", "ForEachItemChecked")}""",
     f"""INSERT INTO model_attempts
     SELECT position, aggregate_id, j.step_id, timestamp, j.attempt, j.provider, j.model,
         j.kind, j.status, j.message, j.will_retry, j.retry_in_s

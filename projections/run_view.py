@@ -213,6 +213,10 @@ class RunView:
         )
         self._charge(step, e.get("cost_usd"))
 
+    def _on_item_call(self, e: dict[str, Any], at: str) -> None:
+        """A checked loop's draft or check: a call paid for, charged to its step."""
+        self._charge(self._step(e), e.get("cost_usd"))
+
     def _on_triage(self, e: dict[str, Any], at: str) -> None:
         self._step(e)["triage"] = {
             k: e.get(k) for k in ("decision", "asked", "confidence", "reason", "overruled")
@@ -241,7 +245,8 @@ class RunView:
             cost_usd=e.get("cost_usd"),
         )
         step = self._step(e)
-        self._charge(step, e.get("cost_usd"))
+        if not e.get("repeats_items"):  # a checked loop's drafts and checks are charged each
+            self._charge(step, e.get("cost_usd"))
         for key in ("request_ref", "contract"):
             if e.get(key) is not None:
                 step[key] = e[key]
@@ -441,6 +446,8 @@ _HANDLERS: dict[str, Handler] = {
     "HumanAnswered": RunView._on_answered,
     "LadderCallRecorded": RunView._on_ladder_call,
     "TriageDecided": RunView._on_triage,
+    "ForEachItemDrafted": RunView._on_item_call,
+    "ForEachItemChecked": RunView._on_item_call,
 }
 #: Event types only a run's stream carries: one of them from an unknown stream is a run
 #: whose `RunStarted` is missing.

@@ -237,7 +237,9 @@ def test_the_server_resumes_unfinished_runs_when_it_starts(workspace: Path) -> N
 def test_partial_output_streams_live_but_is_never_stored(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", "150")
+    # Slow enough that the feed is open before the first agent streams, on a busy machine too
+    # (partial text goes only to those listening: it is never stored).
+    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", "500")
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         run_id = client.post("/api/runs", json={"recipe_id": "structural_outline"}).json()["run_id"]
         live = read_sse(client, f"/api/runs/{run_id}/events")

@@ -182,7 +182,8 @@ def test_ctrl_c_leaves_the_run_resumable_and_exits_20(workspace: Path) -> None:
 
 def start_slow_run(workspace: Path, *extra: str) -> subprocess.Popen[str]:
     """Start the draft run with a slow model and return once four steps are recorded."""
-    slow = {**os.environ, "CONTROLROOM_OFFLINE_LATENCY_MS": "300"}
+    # Slow enough that the run is still going when the signal comes, on a busy machine too.
+    slow = {**os.environ, "CONTROLROOM_OFFLINE_LATENCY_MS": "600"}
     process = subprocess.Popen(
         [CLI, "run", DRAFT, "-w", str(workspace), *extra],
         env=slow,

@@ -69,8 +69,12 @@ def recorded_calls(ctx: Context, aggregate_id: str) -> tuple[int, float]:
     for event in ctx.store.stream(aggregate_id):
         if not isinstance(event, ModelReplyEvent):
             continue
-        if isinstance(event, ForEachItemCompleted) and event.index == event.total - 1:
+        if isinstance(event, ForEachItemCompleted) and (
+            event.index == event.total - 1 or event.checked
+        ):
             continue
+        if getattr(event, "repeats_items", False):
+            continue  # a checked loop's step reply repeats its last accepted draft
         count += 1
         cost += event.call().cost_usd or 0.0
     return count, round(cost, 9)
