@@ -180,6 +180,10 @@ def test_ctrl_c_leaves_the_run_resumable_and_exits_20(workspace: Path) -> None:
     assert cli("resume", running[0]["run_id"], "-w", str(workspace), "-q").returncode == 0
 
 
+def _sigint_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_slow_run(workspace: Path, *extra: str) -> subprocess.Popen[str]:
     """Start the draft run with a slow model and return once four steps are recorded."""
     # Slow enough that the run is still going when the signal comes, on a busy machine too.
@@ -187,6 +191,9 @@ def start_slow_run(workspace: Path, *extra: str) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [CLI, "run", DRAFT, "-w", str(workspace), *extra],
         env=slow,
+        # As from a terminal: a test run started in the background inherits SIGINT ignored
+        # (POSIX shells ignore it for asynchronous jobs), and so would the CLI.
+        preexec_fn=_sigint_as_from_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
