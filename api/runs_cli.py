@@ -263,7 +263,7 @@ def follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json
 
 
 def _print_run_summary(run: Run, ctx: Context) -> None:
-    if run.awaiting.get("kind") == "person" and run.is_waiting:
+    if run.awaiting.get("kind") == "person":
         issue = run.awaiting.get("issue_id")
         print(
             f"{run.id}: waiting for a person ({run.awaiting.get('owner', 'user')}) at step "
@@ -312,7 +312,7 @@ def _finish(ctx: Context, run: Run, as_json: bool) -> int:
             emit_json(views.query.run(run.id).model_dump(mode="json"))
     else:
         _print_run_summary(run, ctx)
-    if run.is_waiting and run.awaiting.get("kind") == "person":
+    if run.awaiting.get("kind") == "person":
         return EXIT_HUMAN_INPUT
     if run.status == RunStatus.DONE and run.outcome == EXIT_PARTIAL:
         return EXIT_PARTIAL

@@ -139,15 +139,22 @@ def _last_model(view: RunView, subject: str, ladder: Ladder | None) -> str | Non
     return ladder.base if ladder else None
 
 
+def _switch_to(model: str | None, ladder: Ladder | None) -> str | None:
+    """The model override for a step's next instance: none when it is the step's own."""
+    return model if model and model != (ladder.base if ladder else None) else None
+
+
 def ladder_decide(view: RunView) -> Decision | None:
     """The ladder's answer after a failure, a gate's FAIL or a person's answer; None when
     the ladder has nothing to say (the run's own flow decides)."""
     if view.answer is not None:
         return _answered(view)
     failure = view.failure
-    if failure is None or failure.kind not in LADDER_KINDS:
-        if failure is not None and failure.kind == "deferred":
-            return _deferred(view, failure)
+    if failure is None:
+        return None
+    if failure.kind == "deferred":
+        return _deferred(view, failure)
+    if failure.kind not in LADDER_KINDS:
         return None
     subject = failure.step_id
     if failure.kind == "gate":
@@ -188,7 +195,7 @@ def _gate(view: RunView, failure: StepFailure, gate: Any, target: str) -> Decisi
         return RunStep(
             _index_of(view, target),
             Overrides(
-                model=model if model and model != (ladder.base if ladder else None) else None,
+                model=_switch_to(model, ladder),
                 prompt_additions=(feedback,),
             ),
             reason=f"review gate '{failure.step_id}' failed: back to '{target}' "
@@ -250,7 +257,7 @@ def _climb(view: RunView, failure: StepFailure, subject: str, ladder: Ladder) ->
         return RunStep(
             index,
             Overrides(
-                model=strongest if strongest != ladder.base else None,
+                model=_switch_to(strongest, ladder),
                 prompt_additions=(note,),
                 ladder={
                     "rung": "consult",
@@ -269,7 +276,7 @@ def _climb(view: RunView, failure: StepFailure, subject: str, ladder: Ladder) ->
         return RunStep(
             index,
             Overrides(
-                model=strongest if strongest != ladder.base else None,
+                model=_switch_to(strongest, ladder),
                 ladder={
                     "rung": "triage",
                     "model": t.model,
@@ -316,9 +323,7 @@ def _answered(view: RunView) -> Decision:
     return RunStep(
         _index_of(view, answer.step_id),
         Overrides(
-            model=strongest
-            if strongest and strongest != (ladder.base if ladder else None)
-            else None,
+            model=_switch_to(strongest, ladder),
             prompt_additions=(
                 f'<human_resolution by="{answer.by}">\n{answer.resolution}\n</human_resolution>',
             ),

@@ -16,6 +16,11 @@ def _model_name(value: str) -> str:
     return value
 
 
+#: The most peers a consult asks at once (a fan-out, so bounded), and the longest chain.
+MAX_CONSULT = 8
+MAX_CHAIN = 10
+
+
 class Triage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -34,10 +39,14 @@ class Ladder(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     chain: list[str] = Field(
-        default_factory=list, description="models to escalate to, in order (PROVIDER:MODEL)"
+        default_factory=list,
+        max_length=MAX_CHAIN,
+        description="models to escalate to, in order (PROVIDER:MODEL)",
     )
     consult: list[str] = Field(
-        default_factory=list, description="peer models asked at once when the chain is spent"
+        default_factory=list,
+        max_length=MAX_CONSULT,
+        description="peer models asked at once when the chain is spent",
     )
     synthesizer: str | None = Field(
         default=None, description="merges the consult answers (PROVIDER:MODEL)"

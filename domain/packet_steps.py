@@ -104,58 +104,46 @@ class ReceiptRecorded(JournalRecord):
     report: str | None = None
 
 
-class ForEachItemDrafted(JournalRecord, ModelReplyEvent):
+class _CheckedLoopCall(JournalRecord, ModelReplyEvent):
+    """A call of a checked loop (a draft of an item, or the check of a draft)."""
+
+    abstract_event: ClassVar[bool] = True
+    index: int
+    attempt: int
+    agent_id: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    cost_usd: float | None = None
+    request_ref: str | None = None
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.agent_id.rsplit("-", 1)[0], self.provider, self.model, "",
+            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
+            self.attempts,
+        )  # fmt: skip
+
+
+class ForEachItemDrafted(_CheckedLoopCall):
     """One draft of a checked loop's item (attempt 1, then each revision), committed as it
     is written: a resumed loop never asks for it again."""
 
     type_name: ClassVar[str] = "ForEachItemDrafted"
-    index: int
-    attempt: int
     output: str
-    agent_id: str
-    provider: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    attempts: int = 1
-    cost_usd: float | None = None
-    request_ref: str | None = None
     packet_id: str | None = None
     receipt_id: str | None = None
 
-    def call(self) -> CallFacts:
-        return CallFacts(
-            self.agent_id.rsplit("-", 1)[0], self.provider, self.model, "",
-            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
-            self.attempts,
-        )  # fmt: skip
 
-
-class ForEachItemChecked(JournalRecord, ModelReplyEvent):
+class ForEachItemChecked(_CheckedLoopCall):
     """The check of one draft of an item: its verdict and findings, and the call."""
 
     type_name: ClassVar[str] = "ForEachItemChecked"
-    index: int
-    attempt: int
     passed: bool
     findings: list[str] = Field(default_factory=list)
-    agent_id: str
-    provider: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    attempts: int = 1
-    cost_usd: float | None = None
-    request_ref: str | None = None
-
-    def call(self) -> CallFacts:
-        return CallFacts(
-            self.agent_id.rsplit("-", 1)[0], self.provider, self.model, "",
-            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
-            self.attempts,
-        )  # fmt: skip
 
 
 class ForEachItemCompleted(JournalRecord, ModelReplyEvent):

@@ -155,8 +155,6 @@ class Run(Aggregate):
         #: The step instance being performed (or waited on), None between steps and after.
         self.current: StepInstance | None = None
         self.waiting_on: str | None = None
-        #: What the waiting step waits for (`{"kind": "person", "issue_id": ...}`).
-        self.awaiting: dict[str, Any] = {}
         #: Everything the run's steps have waited for, in order.
         self.waits: list[dict[str, Any]] = []
         self.history: list[Performed] = []
@@ -273,6 +271,12 @@ class Run(Aggregate):
     @property
     def is_waiting(self) -> bool:
         return self.waiting_on is not None
+
+    @property
+    def awaiting(self) -> dict[str, Any]:
+        """What the waiting step waits for (`{"kind": "person", "issue_id": ...}`); empty
+        when no step waits."""
+        return self.waits[-1] if self.is_waiting and self.waits else {}
 
     @property
     def steps_done(self) -> bool:
@@ -753,8 +757,7 @@ class Run(Aggregate):
 
     def _on_step_waiting(self, e: StepWaiting) -> None:
         self.waiting_on = e.instance_id
-        self.awaiting = dict(e.awaiting)
-        self.waits.append(self.awaiting)
+        self.waits.append(dict(e.awaiting))
 
     def _on_receipt(self, e: ReceiptIssued) -> None:
         self.receipt_outputs[e.receipt_id] = e.output

@@ -46,17 +46,17 @@ def ladder_story(ctx: Context, run: Run, instance: StepInstance) -> str:
         of_step = getattr(event, "step_id", None) == step_id or (
             isinstance(event, FlowDecided) and (event.rung or {}).get("subject") == step_id
         )
-        if isinstance(event, ModelReplyEvent) and getattr(event, "step_id", None) in (
-            step_id,
-            None,
-        ):
-            facts = event.call()
-            if getattr(event, "step_id", None) == step_id:
-                calls += 1
-                tokens += facts.input_tokens + facts.output_tokens
-                cost += facts.cost_usd or 0.0
         if not of_step:
             continue
+        if isinstance(event, ModelReplyEvent):
+            facts = event.call()
+            calls += 1
+            tokens += facts.input_tokens + facts.output_tokens
+            cost += facts.cost_usd or 0.0
+        elif isinstance(event, AgentReplyRejected):  # paid for too, though refused
+            calls += 1
+            tokens += event.usage.input_tokens + event.usage.output_tokens
+            cost += event.cost_usd or 0.0
         if isinstance(event, FlowDecided) and event.rung:
             lines.append(f"- rung {event.rung.get('kind')}: {event.reason}")
         elif isinstance(event, StepFailed):

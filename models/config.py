@@ -177,10 +177,13 @@ class RoleConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     escalation: list[ModelChoice] = Field(
         default_factory=list,
-        description="the escalation chain: models a failing step runs on next, in order",
+        max_length=10,
+        description="the escalation chain: models a failing step runs on next (at most 10)",
     )
     consult: list[ModelChoice] = Field(
-        default_factory=list, description="peer models asked at once when the chain is spent"
+        default_factory=list,
+        max_length=8,
+        description="peer models asked at once when the chain is spent (at most 8)",
     )
     synthesizer: ModelChoice | None = Field(
         default=None, description="merges the consult answers (default: the chain's last)"

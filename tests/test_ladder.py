@@ -273,3 +273,21 @@ def test_cancelling_a_run_that_waits_for_a_person_closes_its_issue(workspace: Pa
         IssueService(ctx).answer(issue_id, "too late")
     views.close()
     ctx.close()
+
+
+def test_a_ladders_fan_out_and_chain_are_bounded_at_load() -> None:
+    from pydantic import ValidationError
+
+    from controlroom.domain.ladder_spec import MAX_CONSULT, Ladder
+
+    peers = [f"lab:p{i}" for i in range(MAX_CONSULT + 1)]
+    with pytest.raises(ValidationError, match="at most 8"):
+        Ladder(consult=peers, synthesizer="lab:s")
+    with pytest.raises(ValueError, match="at most 8"):
+        config(
+            {
+                "model": "good",
+                "consult": [{"provider": "lab", "model": m} for m in "abcdefghi"],
+                "synthesizer": {"provider": "lab", "model": "s"},
+            }
+        )
