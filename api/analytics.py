@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from controlroom.api.bodies import read_body
 from controlroom.api.errors import HttpError
 from controlroom.api.faults import RETRY_AFTER_S
-from controlroom.api.limits import Text
+from controlroom.api.fields import Text
 from controlroom.projections.analytics import AnalyticsProjection
 from controlroom.projections.analytics_pool import AnalyticsBusyError
 from controlroom.projections.analytics_query import (

@@ -50,9 +50,10 @@ from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.service import RunRequest
 from controlroom.eventstore.store import Damaged
 from controlroom.projections.audit import audit_trail
-from controlroom.projections.models import RUN_STATUSES, AuditTrail, RunDetail
+from controlroom.projections.models import AuditTrail, RunDetail
 from controlroom.projections.queries import Queries
 from controlroom.projections.run_view import build_run_view
+from controlroom.projections.statuses import RUN_STATUSES
 
 TOKEN_VAR = "CONTROLROOM_API_TOKEN"
 

@@ -17,7 +17,8 @@ from pydantic import (
 from starlette.requests import Request
 
 from controlroom.api.errors import HttpError
-from controlroom.api.limits import MAX_DEPTH, Id, LimitError, Text, check_args, check_text
+from controlroom.api.fields import Id, Text
+from controlroom.api.limits import MAX_DEPTH, LimitError, check_args, check_text
 
 MAX_BODY_BYTES = 1024 * 1024
 B = TypeVar("B", bound=BaseModel)

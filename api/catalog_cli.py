@@ -25,33 +25,6 @@ from controlroom.domain.errors import BadInputError, RecipeInvalidError
 from controlroom.recipes.catalog import RecipeCatalog
 
 
-def add_route(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("route", parents=[common], help="which recipe a task routes to")
-    p.add_argument("text")
-    p.set_defaults(func=cmd_route)
-
-
-def add_recipes(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("recipes", parents=[common], help="list, show, validate recipes")
-    p.add_argument("action", choices=["list", "show", "validate", "schema"])
-    p.add_argument("target", nargs="?", help="recipe id (show) or file/folder (validate)")
-    p.set_defaults(func=cmd_recipes)
-
-
-def add_models(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("models", parents=[common], help="check which model serves each role")
-    p.add_argument("action", choices=["check", "schema"])
-    p.set_defaults(func=cmd_models)
-
-
-def add_workspace(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "workspace", parents=[common], help="the workspace layout: scenes, outline, canon"
-    )
-    p.add_argument("action", choices=["check"])
-    p.set_defaults(func=cmd_workspace)
-
-
 def cmd_route(ns: argparse.Namespace) -> int:
     from controlroom.domain.router import route
 

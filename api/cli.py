@@ -18,13 +18,22 @@ import sys
 import traceback
 from typing import NoReturn
 
-from controlroom.api import catalog_cli, inspect_cli, runs_cli, serve_cli
-from controlroom.api.cli_common import (
+from controlroom.api import (
+    audit_args,
+    catalog_args,
+    conference_args,
+    inspect_args,
+    issues_args,
+    plans_args,
+    runs_args,
+    serve_args,
+    status_args,
+)
+from controlroom.api.cli_exit import (
     EXIT_BAD_INPUT,
     EXIT_CONFLICT,
     EXIT_FAILED,
     EXIT_OUTPUT_CLOSED,
-    open_context,
 )
 from controlroom.api.faults import EXIT_STORE_FAULT, store_fault
 from controlroom.domain.errors import (
@@ -46,12 +55,14 @@ class _Parser(argparse.ArgumentParser):
 def cmd_audit(ns: argparse.Namespace) -> int:
     """Signed checkpoints of the log, and verification against one (api/audit_cli.py)."""
     from controlroom.api.audit_cli import run_audit
+    from controlroom.api.cli_common import open_context
 
     return run_audit(open_context(ns), ns)
 
 
 def cmd_conference(ns: argparse.Namespace) -> int:
     """A conference round (api/conference_cli.py)."""
+    from controlroom.api.cli_common import open_context
     from controlroom.api.conference_cli import run_conference
 
     return run_conference(open_context(ns), ns)
@@ -59,6 +70,7 @@ def cmd_conference(ns: argparse.Namespace) -> int:
 
 def cmd_plan(ns: argparse.Namespace) -> int:
     """Session plans: the Chief's plan of an intent, run task by task (api/plans_cli.py)."""
+    from controlroom.api.cli_common import open_context
     from controlroom.api.plans_cli import run_plan_command
 
     return run_plan_command(open_context(ns), ns)
@@ -66,6 +78,7 @@ def cmd_plan(ns: argparse.Namespace) -> int:
 
 def cmd_issues(ns: argparse.Namespace) -> int:
     """Issues and their lifecycle (api/issues_cli.py)."""
+    from controlroom.api.cli_common import open_context
     from controlroom.api.issues_cli import run_issues_command
 
     return run_issues_command(open_context(ns), ns)
@@ -73,6 +86,7 @@ def cmd_issues(ns: argparse.Namespace) -> int:
 
 def cmd_status(ns: argparse.Namespace) -> int:
     """The pipelines' status, as STATUS.md shows it (api/status_cli.py)."""
+    from controlroom.api.cli_common import open_context
     from controlroom.api.status_cli import run_status_command
 
     return run_status_command(open_context(ns), ns)
@@ -91,44 +105,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     # Each group adds its own commands; the order here is the order `--help` lists them in.
-    runs_cli.add_run(sub, common)
-    serve_cli.add_worker(sub, common)
-    runs_cli.add_resume(sub, common)
-    runs_cli.add_retry(sub, common)
-    runs_cli.add_cancel(sub, common)
-    inspect_cli.add_slot(sub, common)
-    inspect_cli.add_show(sub, common)
-    inspect_cli.add_runs(sub, common)
-    inspect_cli.add_events(sub, common)
-    catalog_cli.add_route(sub, common)
-    catalog_cli.add_recipes(sub, common)
-    inspect_cli.add_replay(sub, common)
-
-    from controlroom.api.audit_args import add_parser as add_audit_parser
-
-    add_audit_parser(sub, common).set_defaults(func=cmd_audit)
-
-    from controlroom.api.conference_cli import add_parser as add_conference_parser
-    from controlroom.api.plans_cli import add_parser as add_plan_parser
-
-    add_conference_parser(sub, common).set_defaults(func=cmd_conference)
-
-    add_plan_parser(sub, common).set_defaults(func=cmd_plan)
-
-    inspect_cli.add_export(sub, common)
-    serve_cli.add_serve(sub, common)
-    catalog_cli.add_models(sub, common)
-    serve_cli.add_projections(sub, common)
-    catalog_cli.add_workspace(sub, common)
-    serve_cli.add_analytics(sub, common)
-
-    from controlroom.api.issues_cli import add_parser as add_issues_parser
-
-    add_issues_parser(sub, common).set_defaults(func=cmd_issues)
-
-    from controlroom.api.status_cli import add_parser as add_status_parser
-
-    add_status_parser(sub, common).set_defaults(func=cmd_status)
+    runs_args.add_run(sub, common)
+    serve_args.add_worker(sub, common)
+    runs_args.add_resume(sub, common)
+    runs_args.add_retry(sub, common)
+    runs_args.add_cancel(sub, common)
+    inspect_args.add_slot(sub, common)
+    inspect_args.add_show(sub, common)
+    inspect_args.add_runs(sub, common)
+    inspect_args.add_events(sub, common)
+    catalog_args.add_route(sub, common)
+    catalog_args.add_recipes(sub, common)
+    inspect_args.add_replay(sub, common)
+    audit_args.add_parser(sub, common).set_defaults(func=cmd_audit)
+    conference_args.add_parser(sub, common).set_defaults(func=cmd_conference)
+    plans_args.add_parser(sub, common).set_defaults(func=cmd_plan)
+    inspect_args.add_export(sub, common)
+    serve_args.add_serve(sub, common)
+    catalog_args.add_models(sub, common)
+    serve_args.add_projections(sub, common)
+    catalog_args.add_workspace(sub, common)
+    serve_args.add_analytics(sub, common)
+    issues_args.add_parser(sub, common).set_defaults(func=cmd_issues)
+    status_args.add_parser(sub, common).set_defaults(func=cmd_status)
     return parser
 
 

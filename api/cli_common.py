@@ -9,6 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# Re-exported: the command groups take their exit codes from here.
+from controlroom.api.cli_exit import EXIT_BAD_INPUT as EXIT_BAD_INPUT
+from controlroom.api.cli_exit import EXIT_CONFLICT as EXIT_CONFLICT
+from controlroom.api.cli_exit import EXIT_DONE as EXIT_DONE
+from controlroom.api.cli_exit import EXIT_FAILED as EXIT_FAILED
+from controlroom.api.cli_exit import EXIT_HUMAN_INPUT as EXIT_HUMAN_INPUT
+from controlroom.api.cli_exit import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from controlroom.api.cli_exit import EXIT_NOT_ROUTABLE as EXIT_NOT_ROUTABLE
+from controlroom.api.cli_exit import EXIT_OUTPUT_CLOSED as EXIT_OUTPUT_CLOSED
+from controlroom.api.cli_exit import EXIT_PARTIAL as EXIT_PARTIAL
+from controlroom.api.cli_exit import EXIT_UNAVAILABLE as EXIT_UNAVAILABLE
 from controlroom.domain.errors import BadInputError
 from controlroom.domain.run import RunStatus
 from controlroom.engine.context import Context
@@ -16,11 +27,6 @@ from controlroom.engine.followers import Followers
 from controlroom.projections.views import Views
 from controlroom.recipes.catalog import RecipeCatalog
 
-# The exit codes `controlroom --help` lists (api/cli.py's docstring), and 74 in api/faults.py.
-EXIT_DONE, EXIT_FAILED, EXIT_NOT_ROUTABLE, EXIT_INTERRUPTED = 0, 1, 3, 20
-#: Seed 004's codes: 3 HUMAN_INPUT (a run waits for a person's answer), 12 PARTIAL_SUCCESS.
-EXIT_HUMAN_INPUT, EXIT_PARTIAL = 3, 12
-EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_CONFLICT, EXIT_OUTPUT_CLOSED = 64, 69, 75, 141
 STATUS_EXIT = {
     RunStatus.DONE: EXIT_DONE,
     RunStatus.FAILED: EXIT_FAILED,

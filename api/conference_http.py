@@ -12,9 +12,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from controlroom.api.bodies import read_body
-from controlroom.api.conference_cli import DEFAULT_ROLES
+from controlroom.api.conference_args import DEFAULT_ROLES
+from controlroom.api.fields import Text
 from controlroom.api.history import stream_page
-from controlroom.api.limits import MAX_ID, MAX_ROLES, MAX_TOOLS, Text
+from controlroom.api.limits import MAX_ID, MAX_ROLES, MAX_TOOLS
 from controlroom.api.server import Server
 from controlroom.api.sse import follow, resume_position, stream
 from controlroom.domain.conference import RoundClosed, RoundFailed

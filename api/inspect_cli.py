@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,76 +24,12 @@ from controlroom.api.cli_common import (
     open_context,
     read_views,
 )
+from controlroom.api.run_text import print_run, print_runs
 from controlroom.api.runs_cli import follow_to_the_end
 from controlroom.domain import untrusted_json
 from controlroom.domain.errors import BadInputError, RunNotFoundError
 from controlroom.engine.context import Context
-from controlroom.engine.ports import owner_is_gone
 from controlroom.engine.service import RunService
-from controlroom.projections.models import RUN_STATUSES, RunDetail, RunSummary
-
-
-def add_slot(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("slot", parents=[common], help="print one slot of a run in full")
-    p.add_argument("run_id")
-    p.add_argument("slot")
-    p.set_defaults(func=cmd_slot)
-
-
-def add_show(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("show", parents=[common], help="the consolidated view of a run")
-    p.add_argument("run_id")
-    p.add_argument(
-        "--request",
-        metavar="STEP_OR_REF",
-        help="show the exact request an agent step sent (system, user, parameters)",
-    )
-    p.add_argument(
-        "--trail", action="store_true", help="the run's task packets and receipts, in order"
-    )
-    p.add_argument(
-        "--follow",
-        action="store_true",
-        help="show its progress as it is made (by a worker, a server or another command) "
-        "until it ends; exits as `run` does",
-    )
-    p.set_defaults(func=cmd_show)
-
-
-def add_runs(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("runs", parents=[common], help="list runs")
-    p.add_argument("--status", choices=RUN_STATUSES)
-    p.add_argument("--recipe")
-    p.set_defaults(func=cmd_runs)
-
-
-def add_events(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("events", parents=[common], help="a run's events, in order")
-    p.add_argument("run_id")
-    p.set_defaults(func=cmd_events)
-
-
-def add_replay(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("replay", parents=[common], help="rebuild a run from its events alone")
-    p.add_argument("run_id")
-    p.add_argument("--at", type=int, metavar="VERSION", help="the view as of this version")
-    p.add_argument("--verify", action="store_true", help="check the hash chain first")
-    p.add_argument(
-        "--checkpoint",
-        metavar="FILE",
-        help="with --verify: prove the run against a signed checkpoint (audit checkpoint)",
-    )
-    from controlroom.api.audit_args import add_trust_arguments
-
-    add_trust_arguments(p)
-    p.set_defaults(func=cmd_replay)
-
-
-def add_export(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("export", parents=[common], help="write run.json, steps.jsonl, cache.json")
-    p.add_argument("run_id")
-    p.add_argument("--dir", required=True)
-    p.set_defaults(func=cmd_export)
 
 
 def cmd_show(ns: argparse.Namespace) -> int:
@@ -113,43 +48,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
     if ns.json:
         emit_json(view.model_dump(mode="json"))
         return EXIT_DONE
-    print(
-        f"{view.run_id}  {view.recipe_id}  {view.status}"
-        f"  step {view.current_step_index + 1}/{view.total_steps}"
-    )
-    stalled = _stall_note(view)
-    if stalled:
-        print(stalled)
-    print(f"task: {view.task.description}")
-    print(
-        f"created {view.created_at}  updated {view.updated_at}"
-        f"  completed {view.completed_at or '-'}"
-    )
-    for step in view.steps:
-        who = step.tool or step.agent_archetype or step.kind
-        spent = f" ${step.spent_usd:.4f}" if step.spent_usd else ""
-        print(
-            f"  {step.status:>9}  {step.phase}  {step.instance_id or step.step_id} ({who})"
-            f"{spent} → {step.output_slot}: {(step.output_preview or '')[:70]}"
-        )
-    for rung in view.ladder or []:
-        print(f"  ladder {rung.kind:<9} {rung.instance_id or '-'}: {rung.reason}")
-    if view.cost_usd:
-        print(f"cost: ${view.cost_usd:.4f} (every reply paid for, rejected ones included)")
-    if view.waiting_for_person:
-        wait = view.waiting_for_person
-        print(
-            f"waiting for a person ({wait.owner or 'user'}) at '{wait.instance_id}': "
-            f'controlroom issues answer {wait.issue_id} "RESOLUTION"'
-        )
-    if view.dod:
-        for r in view.dod.results:
-            print(f"  DoD {'✓' if r.passed else '✗'} {r.detail}")
-    if view.error:
-        print(f"error: {view.error}")
-    if view.damage:
-        print(f"damaged: {view.damage}")
-        print(f"  locate it with `controlroom replay {view.run_id} --verify`")
+    print_run(view.model_dump(mode="json"))
     return EXIT_DONE
 
 
@@ -233,48 +132,8 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     if ns.json:
         emit_json([r.model_dump(mode="json") for r in rows])
         return EXIT_DONE
-    if not rows:
-        print("no runs")
-    for r in rows:
-        note = f"  ({r.damage})" if r.damage else ""
-        stalled = _stall_note(r)
-        if stalled:
-            note = f"  ({stalled})"
-        print(
-            f"{r.run_id}  {r.status:<9}  {r.recipe_id:<26}  {r.created_at}"
-            f"  {r.description[:40]}{note}"
-        )
+    print_runs([r.model_dump(mode="json") for r in rows])
     return EXIT_DONE
-
-
-def _stall_note(run: RunSummary | RunDetail) -> str | None:
-    """What to say of a running run that is not moving on by itself, and what to do."""
-    stalled = _not_advancing(run)
-    if stalled is None:
-        return None
-    if run.owner is None:  # queued, or released by a worker that stopped
-        return (
-            "queued: no process holds it; a worker takes it (`controlroom worker`), or run "
-            f"it here with `controlroom resume {run.run_id}`"
-        )
-    return (
-        f"not advancing: {stalled}; a worker takes it over (`controlroom worker`), or "
-        f"continue it here with `controlroom resume {run.run_id}`"
-    )
-
-
-def _not_advancing(run: RunSummary | RunDetail) -> str | None:
-    """Why a running run is not moving on by itself (None while something holds it): no
-    process claims it, its process is gone (killed), or its lease ran out."""
-    if run.status != "running":
-        return None
-    if run.owner is None:
-        return "no process holds it"
-    if owner_is_gone(run.owner):
-        return f"its process {run.owner} is gone"
-    if run.lease_expires_at and datetime.fromisoformat(run.lease_expires_at) < datetime.now(UTC):
-        return f"the lease of {run.owner} ran out at {run.lease_expires_at}"
-    return None
 
 
 def cmd_events(ns: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from controlroom.api.bodies import read_body
-from controlroom.api.limits import Text
+from controlroom.api.fields import Text
 from controlroom.api.server import Server
 from controlroom.engine.issues import IssueService
 

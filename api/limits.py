@@ -2,8 +2,9 @@
 recorded. Each refusal names the field, so the HTTP layer answers 400 with it and the CLI
 prints it and exits 64.
 
-Request bodies share these limits through the field types below (`Text`, `Note`, `Id`,
-`TaskNumber`) and the constants, so no body spells a number of its own.
+Request bodies share these limits through the field types of api/fields.py (`Text`, `Note`,
+`Id`, `TaskNumber`) and the constants, so no body spells a number of its own. This module
+imports no pydantic: the CLI checks its arguments with it before it loads anything heavy.
 
 Why these numbers: an event must always read back. The JSON parser that reads stored events
 refuses nesting beyond 200 levels and the serializer beyond about 250, so a value nested
@@ -15,9 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from controlroom.domain.errors import BadInputError
 
@@ -44,15 +43,6 @@ MAX_ROLES = 20
 #: Tools a conference round may be allowed.
 MAX_TOOLS = 50
 _POSITION = re.compile(r"[0-9]{1,19}")
-
-#: A string field of a request body that may not be empty: 1 to `MAX_TEXT` characters.
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
-#: A string field that may be left empty (a reason given or not).
-Note = Annotated[str, Field(max_length=MAX_TEXT)]
-#: An id in a request body: 1 to `MAX_ID` characters.
-Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
-#: A plan's task, by its number.
-TaskNumber = Annotated[int, Field(ge=1, le=MAX_TASK)]
 
 
 class LimitError(BadInputError):

@@ -22,7 +22,6 @@ from controlroom.domain.run_events import RoutingDecision
 from controlroom.projections.analytics_query import AnalyticsResult
 from controlroom.projections.analytics_sql import REPORTS
 from controlroom.projections.models import (
-    RUN_STATUSES,
     AuditTrail,
     IssueView,
     RecipeSummary,
@@ -32,6 +31,7 @@ from controlroom.projections.models import (
     SlotView,
     StepView,
 )
+from controlroom.projections.statuses import RUN_STATUSES
 
 _REF = "#/components/schemas/{model}"
 _MAX = 2**63 - 1  # positions and versions are signed 64-bit integers

@@ -18,8 +18,9 @@ from starlette.routing import Route
 
 from controlroom.api.bodies import read_body
 from controlroom.api.errors import HttpError
+from controlroom.api.fields import Note, TaskNumber, Text
 from controlroom.api.history import stream_page
-from controlroom.api.limits import MAX_ITEMS, Note, TaskNumber, Text
+from controlroom.api.limits import MAX_ITEMS
 from controlroom.api.server import Server
 from controlroom.api.sse import follow, resume_position, stream
 from controlroom.domain.plan import SessionPlan, plan_run_id

@@ -1,19 +1,11 @@
 """`controlroom status`: the status of the pipelines (seed 002's STATUS.md), from the status
-projection.
 
-controlroom status                 every pipeline target, as STATUS.md shows it
-controlroom status TARGET_ID       one target (its id: `itr_…`, as listed)
-controlroom status --json          the typed views (GET /api/pipelines/{id} for each)
-controlroom status --export        write control-room-reports/STATUS.md now, also after a
-                                   conflict once the edited file is removed (exit 75 while
-                                   it is still not written)
-"""
+Usage and exit codes: api/status_args.py (what `--help` prints)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from controlroom.api.cli_common import EXIT_CONFLICT, EXIT_DONE, emit_json, read_views
 from controlroom.engine.context import Context
@@ -22,23 +14,6 @@ from controlroom.engine.status_export import StatusExporter
 from controlroom.projections.status_markdown import render_pipeline, render_status
 from controlroom.projections.status_models import ExportState
 from controlroom.projections.views import Views
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "status",
-        parents=[common],
-        help="the pipelines' status: iteration, phases, blockers, history (as STATUS.md)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("target_id", nargs="?", help="one pipeline target (default: every one)")
-    p.add_argument(
-        "--export",
-        action="store_true",
-        help="write control-room-reports/STATUS.md now (never over someone else's edit)",
-    )
-    return p
 
 
 def run_status_command(ctx: Context, ns: argparse.Namespace) -> int:

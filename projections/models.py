@@ -8,9 +8,11 @@ field described in the schema.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from controlroom.projections.statuses import RunStatus
 
 
 def _is_none(value: object) -> bool:
@@ -33,11 +35,7 @@ class EventPart(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
-#: `damaged`: the run's stored events do not fold (one is missing, out of order or
-#: unreadable); `damage` says which. Every other run is unaffected.
-RunStatus = Literal["pending", "running", "done", "failed", "cancelled", "damaged"]
 StepStatus = Literal["running", "waiting", "answered", "done", "failed", "cancelled"]
-RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 DAMAGE = "why the run's view cannot be trusted (an event missing, out of order or unreadable)"
 OWNER = "the process that holds the run to advance it (`host:pid`); absent once released"
 LEASE = "until when the owner's claim holds unless renewed; absent: until released"

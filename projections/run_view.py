@@ -14,11 +14,12 @@ after a stored event was deleted by hand, or one that does not fit the run) mark
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from controlroom.domain.events import DomainEvent
+if TYPE_CHECKING:  # the quick reads fold no event and import no pydantic
+    from controlroom.domain.events import DomainEvent
 
 #: The fold's view of one step: the step log entry, extended as the step's events arrive.
 Step = dict[str, Any]

@@ -19,6 +19,7 @@ import orjson
 
 from controlroom.projections.base import Projection, Recorded
 from controlroom.projections.db import Db
+from controlroom.projections.layout import RUNS_VERSION
 from controlroom.projections.run_view import RUN_EVENT_NAMES, RunView
 
 _SUMMARY = (
@@ -39,7 +40,7 @@ _IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
 class RunsProjection(Projection):
     name: ClassVar[str] = "runs"
     topics: ClassVar[frozenset[str] | None] = None
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = RUNS_VERSION
     tables: ClassVar[tuple[str, ...]] = ("runs", "artifacts")
     schema: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS runs (

@@ -1,0 +1,96 @@
+"""A run and the list of runs as `controlroom show` and `runs` print them, from the views'
+JSON shapes (`RunDetail`, `RunSummary` dumped, or the fold's own dicts): one printer for the
+typed reads and the quick ones (api/quick_reads.py), so both always print alike."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from controlroom.engine.ports import owner_is_gone
+
+
+def print_run(view: dict[str, Any]) -> None:
+    print(
+        f"{view['run_id']}  {view['recipe_id']}  {view['status']}"
+        f"  step {view['current_step_index'] + 1}/{view['total_steps']}"
+    )
+    stalled = stall_note(view)
+    if stalled:
+        print(stalled)
+    print(f"task: {view['task']['description']}")
+    print(
+        f"created {view['created_at']}  updated {view['updated_at']}"
+        f"  completed {view.get('completed_at') or '-'}"
+    )
+    for step in view["steps"]:
+        who = step.get("tool") or step.get("agent_archetype") or step.get("kind")
+        spent = f" ${step['spent_usd']:.4f}" if step.get("spent_usd") else ""
+        print(
+            f"  {step['status']:>9}  {step['phase']}  {step.get('instance_id') or step['step_id']}"
+            f" ({who}){spent} → {step['output_slot']}: {(step.get('output_preview') or '')[:70]}"
+        )
+    for rung in view.get("ladder") or []:
+        print(f"  ladder {rung['kind']:<9} {rung.get('instance_id') or '-'}: {rung['reason']}")
+    if view.get("cost_usd"):
+        print(f"cost: ${view['cost_usd']:.4f} (every reply paid for, rejected ones included)")
+    wait = view.get("waiting_for_person")
+    if wait:
+        print(
+            f"waiting for a person ({wait.get('owner') or 'user'}) at '{wait['instance_id']}': "
+            f'controlroom issues answer {wait.get("issue_id")} "RESOLUTION"'
+        )
+    if view.get("dod"):
+        for r in view["dod"]["results"]:
+            print(f"  DoD {'✓' if r['passed'] else '✗'} {r['detail']}")
+    if view.get("error"):
+        print(f"error: {view['error']}")
+    if view.get("damage"):
+        print(f"damaged: {view['damage']}")
+        print(f"  locate it with `controlroom replay {view['run_id']} --verify`")
+
+
+def print_runs(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no runs")
+    for r in rows:
+        note = f"  ({r['damage']})" if r.get("damage") else ""
+        stalled = stall_note(r)
+        if stalled:
+            note = f"  ({stalled})"
+        print(
+            f"{r['run_id']}  {r['status']:<9}  {r['recipe_id']:<26}  {r['created_at']}"
+            f"  {r['description'][:40]}{note}"
+        )
+
+
+def stall_note(run: dict[str, Any]) -> str | None:
+    """What to say of a running run that is not moving on by itself, and what to do."""
+    stalled = not_advancing(run)
+    if stalled is None:
+        return None
+    if not run.get("owner"):  # queued, or released by a worker that stopped
+        return (
+            "queued: no process holds it; a worker takes it (`controlroom worker`), or run "
+            f"it here with `controlroom resume {run['run_id']}`"
+        )
+    return (
+        f"not advancing: {stalled}; a worker takes it over (`controlroom worker`), or "
+        f"continue it here with `controlroom resume {run['run_id']}`"
+    )
+
+
+def not_advancing(run: dict[str, Any]) -> str | None:
+    """Why a running run is not moving on by itself (None while something holds it): no
+    process claims it, its process is gone (killed), or its lease ran out."""
+    if run["status"] != "running":
+        return None
+    owner = run.get("owner")
+    if owner is None:
+        return "no process holds it"
+    if owner_is_gone(owner):
+        return f"its process {owner} is gone"
+    lease = run.get("lease_expires_at")
+    if lease and datetime.fromisoformat(lease) < datetime.now(UTC):
+        return f"the lease of {owner} ran out at {lease}"
+    return None
