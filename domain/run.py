@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from controlroom.domain import untrusted_json
-from controlroom.domain.aggregate import Aggregate
+from controlroom.domain.aggregate import Aggregate, E
 from controlroom.domain.canonical import preview
 from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateError
 from controlroom.domain.events import DomainEvent, JournalRecord
@@ -81,6 +81,7 @@ from controlroom.domain.run_events import (
     TaskSpec,
 )
 from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
+from controlroom.domain.texts import split_body
 
 __all__ = [
     "AgentOutcome",
@@ -183,6 +184,20 @@ class Run(Aggregate):
         self.triage_verdicts: list[str] = []
         #: Seed 004's outcome code once the run has ended.
         self.outcome: int | None = None
+        #: Texts the pending request events refer to by hash (domain/texts.py): the store
+        #: writes them once, before the commit that refers to them (`take_texts`).
+        self.pending_texts: dict[str, str] = {}
+
+    def _trigger(self, event_class: type[E], at: datetime, **fields: Any) -> E:
+        if event_class is ModelRequestRecorded:
+            body, texts = split_body(fields["body"])
+            self.pending_texts.update(texts)
+            fields = {**fields, "body": body}
+        return super()._trigger(event_class, at, **fields)
+
+    def take_texts(self) -> dict[str, str]:
+        texts, self.pending_texts = self.pending_texts, {}
+        return texts
 
     # -- commands ---------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from controlroom.domain.run_events import (
     RunOrigin,
     TaskSpec,
 )
+from controlroom.domain.texts import join_body, referred_texts
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.ladders import resolve_ladders
@@ -212,12 +213,16 @@ class RunService:
                     "ref": event.ref,
                     "provider": event.provider,
                     "model": event.model,
-                    "body": event.body,
+                    "body": self.request_body(event),
                 }
         raise BadInputError(
             f"run {run_id} has no recorded model request for '{step_or_ref}' "
             "(name an agent step, or a sha256: ref)"
         )
+
+    def request_body(self, event: ModelRequestRecorded) -> dict[str, Any]:
+        """The body as it was sent: the texts it refers to by hash put back."""
+        return join_body(event.body, self.ctx.store.texts(referred_texts(event.body)))
 
     def release(self, run_id: str, owner: str) -> None:
         """Let a claimed run go (a worker shutting down); refused silently if not ours."""

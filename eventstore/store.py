@@ -7,6 +7,7 @@ the event it reacted to are recorded together), then tells every observer what w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -32,6 +34,7 @@ from eventsourcing.persistence import (
 from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.errors import PayloadTooLargeError, StoreUnavailableError
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.texts import StoredText, TextStored, text_id
 from controlroom.eventstore.backend import Backend, backend_of
 from controlroom.eventstore.config import max_event_bytes, store_env
 from controlroom.eventstore.faults import fault_kind
@@ -132,6 +135,8 @@ class EventStore(Application[str]):
         self.commits = 0
         #: Records found undecodable so far, by (aggregate id, version).
         self.damaged: dict[tuple[str, int], Damaged] = {}
+        #: Texts known to be stored (domain/texts.py), by sha256: looked up once each.
+        self._stored_texts: set[str] = set()
 
     def _open(self, env: dict[str, str] | None) -> None:
         """Open (and on first use create) the store. Processes creating a new SQLite store
@@ -195,6 +200,7 @@ class EventStore(Application[str]):
         (optimistic concurrency) or that tracking position; PayloadTooLargeError past the
         size limit. Nothing is recorded in either case.
         """
+        self._store_texts_first(aggregates)
         events = [e for aggregate in aggregates for e in aggregate.collect_events()]
         if not events and tracking is None:
             return []
@@ -210,6 +216,7 @@ class EventStore(Application[str]):
         large), each is committed on its own, so only that one fails. A store fault
         (StoreUnavailableError) is raised: none of them was recorded.
         """
+        self._store_texts_first(aggregates)
         batches = [aggregate.collect_events() for aggregate in aggregates]
         events = [e for batch in batches for e in batch]
         if not events:
@@ -236,6 +243,45 @@ class EventStore(Application[str]):
         committed = await committer.save(aggregate)
         assert isinstance(committed, list)
         return committed
+
+    def _store_texts_first(self, aggregates: Sequence[Aggregate]) -> None:
+        """Write the texts the aggregates' pending events refer to by hash (a request's
+        system text, domain/texts.py) before the commit that refers to them: once per store,
+        in a commit of their own, so a text another writer stores at the same moment is
+        never a conflict for a run. A crash in between leaves a text nobody refers to yet,
+        which the resumed step refers to."""
+        wanted: list[tuple[str, str, datetime]] = []
+        for aggregate in aggregates:
+            take = getattr(aggregate, "take_texts", None)
+            if take is None:
+                continue
+            at = aggregate.modified_on or datetime.now(UTC)
+            wanted.extend((digest, text, at) for digest, text in take().items())
+        new = [
+            StoredText.of(at, text)
+            for digest, text, at in wanted
+            if digest not in self._stored_texts and not self._holds_text(digest)
+        ]
+        if new:
+            try:
+                self._announce(self._put([e for t in new for e in t.collect_events()], None), None)
+            except IntegrityError:  # one of them was stored meanwhile: each on its own
+                for text in new:
+                    with contextlib.suppress(IntegrityError):
+                        self.save(text)
+        self._stored_texts.update(digest for digest, _, _ in wanted)
+
+    def _holds_text(self, digest: str) -> bool:
+        return bool(self.recorder.select_events(text_id(digest), limit=1))
+
+    def texts(self, digests: Sequence[str]) -> dict[str, str]:
+        """The stored texts among these, by sha256 (absent ones are left out)."""
+        found: dict[str, str] = {}
+        for digest in digests:
+            for event in self.stream(text_id(digest)):
+                if isinstance(event, TextStored):
+                    found[digest] = event.text
+        return found
 
     def _save_alone(self, events: list[DomainEvent]) -> list[Positioned] | Exception:
         if not events:

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from controlroom.domain.run_events import ModelRequestRecorded
 from controlroom.engine.context import Context
 from controlroom.engine.service import RunService
 
@@ -90,3 +92,16 @@ def write_override(workspace: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(text)
     return path
+
+
+def sent_bodies(workspace: Path, events: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """Each recorded request's body as it was sent (the texts it refers to by hash put
+    back, domain/texts.py), by its ref."""
+    context = Context.open(workspace)
+    try:
+        service = RunService(context)
+        return {
+            e.ref: service.request_body(e) for e in events if isinstance(e, ModelRequestRecorded)
+        }
+    finally:
+        context.close()

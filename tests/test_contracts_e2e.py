@@ -24,7 +24,6 @@ from controlroom.domain.run_events import (
     AgentReplyRejected,
     AgentResponded,
     DodChecked,
-    ModelRequestRecorded,
     RunRetried,
     StepStarted,
     StopHook,
@@ -32,6 +31,7 @@ from controlroom.domain.run_events import (
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.service import RunRequest, RunService
+from tests.conftest import sent_bodies
 from tests.fake_llm import REPLY, Script, anthropic_app, openai_app, serve
 from tests.live import live_server
 
@@ -109,7 +109,7 @@ def test_every_role_on_a_real_provider_completes_and_each_request_is_recorded_as
     assert {a.provider for a in agents} == {"remote"} and len(agents) == 5
     continuity = next(a for a in agents if a.step_id == "continuity")
     assert continuity.contract == "continuity_report" and json.loads(continuity.output)["pass"]
-    recorded = {e.ref: e.body for e in events if isinstance(e, ModelRequestRecorded)}
+    recorded = sent_bodies(workspace, events)
     received = [r["body"] for r in script.requests]
     # Each agent's event names the exact body its server received.
     assert [recorded[a.request_ref or ""] for a in agents] == received
@@ -213,7 +213,7 @@ def test_a_server_that_refuses_structured_output_gets_the_contract_in_the_prompt
     first, second = (r["body"] for r in script.requests)
     assert "response_format" in first and "response_format" not in second
     reply = next(e for e in events if isinstance(e, AgentResponded) and e.step_id == "continuity")
-    recorded = {e.ref: e.body for e in events if isinstance(e, ModelRequestRecorded)}
+    recorded = sent_bodies(workspace, events)
     assert recorded[reply.request_ref or ""] == second
 
 

@@ -220,7 +220,9 @@ def test_prompt_additions_reach_the_model_in_the_user_message(workspace: Path) -
     assert run.status == RunStatus.DONE, run.error
     drafts = [e for e in events(ctx, run.id, AgentResponded) if e.step_id == "draft"]
     assert len(drafts) == 2
-    requests = {e.ref: e.body for e in events(ctx, run.id, ModelRequestRecorded)}
+    requests = {
+        e.ref: RunService(ctx).request_body(e) for e in events(ctx, run.id, ModelRequestRecorded)
+    }
     first, second = (json.dumps(requests[d.request_ref]) for d in drafts)
     assert note not in first and note in second
     (decided,) = events(ctx, run.id, FlowDecided)

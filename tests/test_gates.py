@@ -523,7 +523,10 @@ def test_packet_agents_and_loops_read_the_prompt_additions_of_their_instance(
     ctx, run = _playbook(workspace, again.name)
     try:
         assert run.status == RunStatus.DONE, run.error
-        bodies = {e.ref: json.dumps(e.body) for e in events(ctx, run.id, ModelRequestRecorded)}
+        bodies = {
+            e.ref: json.dumps(RunService(ctx).request_body(e))
+            for e in events(ctx, run.id, ModelRequestRecorded)
+        }
         responded = events(ctx, run.id, AgentResponded)
         plans = [e for e in responded if e.step_id == "plan"]
         assert len(plans) == 2

@@ -33,7 +33,6 @@ from controlroom.domain.run_events import (
     AgentReplyRejected,
     AgentResponded,
     ModelAttemptFailed,
-    ModelRequestRecorded,
     StopHook,
     TokenUsage,
 )
@@ -53,6 +52,7 @@ from controlroom.prompts.contracts import (
     extract_json,
     schema_of,
 )
+from tests.conftest import sent_bodies
 from tests.fake_llm import Script, openai_app, serve
 from tests.fakes import RecordingModel
 from tests.live import serve_app
@@ -469,7 +469,7 @@ def test_a_request_refused_for_structured_output_is_recorded_as_an_attempt(
         (1, "rejected", 400, True)
     ]
     assert "without structured output" in failed[0].message
-    recorded = {e.ref: e.body for e in events if isinstance(e, ModelRequestRecorded)}
+    recorded = sent_bodies(workspace, events)
     assert recorded[failed[0].request_ref or ""] == first
     reply = next(e for e in events if isinstance(e, AgentResponded) and e.step_id == "continuity")
     assert reply.attempts == 2 and recorded[reply.request_ref or ""] == second

@@ -28,6 +28,7 @@ from controlroom.engine.service import RunRequest, RunService
 from controlroom.models.agents import AgentDirectory
 from controlroom.models.port import ModelRequest, ModelResponse
 from controlroom.projections.views import Views
+from tests.conftest import sent_bodies
 from tests.fakes import RecordingModel
 
 DRAFT = "Draft scene 4 from the outline"
@@ -284,7 +285,7 @@ def test_a_t1_agent_on_a_provider_api_records_every_call_as_sent(
     assert run.status == RunStatus.DONE, run.error
     calls = [e for e in events if isinstance(e, AgentMicroStepResponded | AgentResponded)]
     assert len(calls) == len(script.requests) == 3 * len(AGENT_STEPS)
-    recorded = {e.ref: e.body for e in events if isinstance(e, ModelRequestRecorded)}
+    recorded = sent_bodies(workspace, events)
     # Each call's event names the exact body its server received, in order.
     assert [recorded[c.request_ref or ""] for c in calls] == [r["body"] for r in script.requests]
     # The server answers the micro-calls in prose: the triage is read as its focus, and an
