@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.conference import ConferenceRound, ReplyAccepted
@@ -25,7 +25,9 @@ from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.run_events import SlotWritten
 from controlroom.domain.steps import ConferenceStep, StepSpec
 from controlroom.engine.conference import ConferenceService, RoundRequest
-from controlroom.engine.performers import Execution
+
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
 
 RECIPE_ID = "conference_round"
 

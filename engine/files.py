@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 from controlroom.domain.errors import (
     FileWriteConflictError,
@@ -27,9 +28,11 @@ from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.run_events import FileWriteIntended
 from controlroom.domain.steps import Ref, WriteFileStep
 from controlroom.domain.templates import placeholders, render
-from controlroom.engine.performers import Execution
 from controlroom.engine.pinned_write import PinnedFile, Protected
 from controlroom.tools.workspace import STATE_DIR, Workspace
+
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
 
 
 def source_text(run: Run, slot: str) -> str:

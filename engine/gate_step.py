@@ -9,14 +9,16 @@ of kind `gate`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlroom.domain.dod import evaluate_dod, failing_items
 from controlroom.domain.errors import GateFailedError, RefResolutionError, WorkspaceError
 from controlroom.domain.gates import GateOutcome, ReviewGateStep, judge
 from controlroom.domain.recipe import SlotFieldEmpty, SlotMentionsEach
 from controlroom.domain.run import StepInstance
-from controlroom.engine.performers import Execution
+
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
 
 
 async def perform_review_gate(execution: Execution, instance: StepInstance) -> GateOutcome:

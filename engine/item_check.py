@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from controlroom.domain.errors import ItemCheckFailedError
 from controlroom.domain.gates import read_verdict
@@ -16,10 +17,14 @@ from controlroom.domain.packet_steps import ForEachItemChecked, ForEachItemDraft
 from controlroom.domain.run import StepInstance
 from controlroom.domain.steps import AgentStep
 from controlroom.engine.packet_agent import Draft
-from controlroom.engine.performers import Execution
 from controlroom.engine.steps import run_agent
 
-DraftItem = Callable[[Execution, StepInstance, ForEachStep, dict[str, str], int], Awaitable[Draft]]
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
+
+DraftItem = Callable[
+    ["Execution", StepInstance, ForEachStep, dict[str, str], int], Awaitable[Draft]
+]
 
 #: The findings a revision is told at most.
 MAX_FINDINGS = 10

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.errors import BadInputError
@@ -24,8 +24,10 @@ from controlroom.domain.outcomes import EventSpec, StepOutcome
 from controlroom.domain.run import Run, RunStatus, StepInstance
 from controlroom.domain.run_events import RunCancelled, RunCompleted, RunFailed, SlotWritten
 from controlroom.domain.steps import StepSpec
-from controlroom.engine.performers import Execution
 from controlroom.engine.policies import Unit
+
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
 
 #: How much of a gap analysis the archive and the next iteration keep.
 MAX_GAP_CHARS = 20_000

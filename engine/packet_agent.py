@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -45,10 +45,12 @@ from controlroom.domain.packets import (
 )
 from controlroom.domain.refs import resolve_ref
 from controlroom.domain.run import StepInstance
-from controlroom.engine.performers import Execution
 from controlroom.engine.steps import run_agent
 from controlroom.models.agents import AgentProfile
 from controlroom.prompts.contracts import Contract, schema_of
+
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
 
 #: Outputs longer than this are reports: the receipt points at them instead of repeating them.
 REPORT_CHARS = 600

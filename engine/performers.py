@@ -80,10 +80,14 @@ class Performers:
 async def perform_tool(execution: Execution, instance: StepInstance) -> StepOutcome:
     step = instance.step
     assert isinstance(step, ToolStep)
-    # In a worker thread: a tool that takes seconds never stalls the event loop (and with
-    # it the live feeds of every other run in the server).
+    # A slow tool in a worker thread: one that takes seconds never stalls the event loop
+    # (and with it the live feeds of every other run in the server).
     if instance.overrides.args:  # the flow's args for this instance, over the step's own
         step = step.model_copy(update={"args": {**step.args, **instance.overrides.args}})
+    if not execution.ctx.tools.is_slow(step.tool):
+        # A cheap tool runs inline: the hop to a thread and back cost more than its work
+        # (a trivial step was 27% slower for it).
+        return run_tool(execution.ctx, execution.workspace, execution.run, step)
     stop = threading.Event()
     try:
         return await asyncio.to_thread(

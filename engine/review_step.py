@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.errors import BadInputError
@@ -22,8 +22,10 @@ from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.run_events import SlotWritten
 from controlroom.domain.steps import ChiefReviewStep, StepSpec
 from controlroom.engine.chief import Chief
-from controlroom.engine.performers import Execution
 from controlroom.engine.plans import result_text
+
+if TYPE_CHECKING:  # performers imports this module to register it
+    from controlroom.engine.performers import Execution
 
 
 @dataclass(frozen=True)

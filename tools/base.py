@@ -31,6 +31,12 @@ class ToolResult:
 
 
 class Tool(Protocol):
+    """A phase A tool. One that may take long or block — reads the workspace, calls out,
+    computes for more than a moment — declares `slow = True` (a class attribute, optional):
+    it runs in a worker thread, so it never stalls the event loop and the live feeds of other
+    runs, and stops at its next checkpoint when its run is stopped (tools/stopping.py). Any
+    other tool runs inline in the step loop: a thread hop costs more than its work."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     args_model: ClassVar[type[ToolArgs]]
@@ -59,6 +65,12 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return sorted(self._tools)
+
+    def is_slow(self, name: str) -> bool:
+        """Whether the tool runs in a worker thread (see `Tool`); an unknown tool does, and
+        fails there as it would inline."""
+        tool = self._tools.get(name)
+        return tool is None or bool(getattr(tool, "slow", False))
 
     def get(self, name: str) -> Tool:
         try:

@@ -112,6 +112,8 @@ def canon_digest(cards: list[CanonCard], report: CanonReport) -> str:
 
 class CanonChecker:
     name: ClassVar[str] = "canon_checker"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Check scenes against the facts on canon cards"
     args_model: ClassVar[type[ToolArgs]] = CanonCheckerArgs
 

@@ -98,6 +98,8 @@ def name_variants(workspace: Workspace, paths: list[str], known: set[str]) -> li
 
 class ConsistencyChecker:
     name: ClassVar[str] = "consistency_checker"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Find canon contradictions and name variants across scenes"
     args_model: ClassVar[type[ToolArgs]] = ConsistencyCheckerArgs
 

@@ -138,6 +138,8 @@ def _scoped(
 
 class FileLocator:
     name: ClassVar[str] = "file_locator"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Find the workspace's scenes, outline and canon; scope the task"
     args_model: ClassVar[type[ToolArgs]] = FileLocatorArgs
 

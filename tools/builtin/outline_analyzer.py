@@ -33,6 +33,8 @@ def pick_focus(scenes: list[dict[str, Any]], focus: str) -> dict[str, Any] | Non
 
 class OutlineAnalyzer:
     name: ClassVar[str] = "outline_analyzer"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Parse the outline into scenes and beats; find the focus scene"
     args_model: ClassVar[type[ToolArgs]] = OutlineAnalyzerArgs
 

@@ -114,6 +114,8 @@ def prose_metrics(text: str) -> dict[str, Any]:
 
 class ProseAnalyzer:
     name: ClassVar[str] = "prose_analyzer"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Measure pacing and prose quality of scenes"
     args_model: ClassVar[type[ToolArgs]] = ProseAnalyzerArgs
 

@@ -26,6 +26,8 @@ class ReaderExperienceArgs(ToolArgs):
 
 class ReaderExperienceSimulator:
     name: ClassVar[str] = "reader_experience_simulator"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Simulate a reader: tension curve, new names, reading time"
     args_model: ClassVar[type[ToolArgs]] = ReaderExperienceArgs
 

@@ -29,6 +29,8 @@ class SceneDraftValidatorArgs(ToolArgs):
 
 class SceneDraftValidator:
     name: ClassVar[str] = "scene_draft_validator"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Validate a scene: title, length, POV, dialogue, outline beats"
     args_model: ClassVar[type[ToolArgs]] = SceneDraftValidatorArgs
 

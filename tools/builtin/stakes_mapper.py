@@ -16,6 +16,8 @@ class StakesMapperArgs(ToolArgs):
 
 class StakesMapper:
     name: ClassVar[str] = "stakes_mapper"
+    #: Reads the workspace: in a worker thread (tools/base.py `Tool`).
+    slow: ClassVar[bool] = True
     description: ClassVar[str] = "Map stakes and planted threads across scenes in order"
     args_model: ClassVar[type[ToolArgs]] = StakesMapperArgs
 
