@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 # Re-exported: the command groups take their exit codes from here.
+from controlroom.api import recipe_stamp
 from controlroom.api.cli_exit import EXIT_BAD_INPUT as EXIT_BAD_INPUT
 from controlroom.api.cli_exit import EXIT_CONFLICT as EXIT_CONFLICT
 from controlroom.api.cli_exit import EXIT_DONE as EXIT_DONE
@@ -60,6 +61,8 @@ def parse_args_kv(pairs: list[str]) -> dict[str, Any]:
 def open_context(ns: argparse.Namespace) -> Context:
     ctx = Context.open(Path(ns.workspace))
     warn_about_recipes(ctx.catalog)
+    if not ctx.catalog.problems:  # the quick reads may skip the check while nothing changes
+        recipe_stamp.record_sound(ctx.workspace.root)
     return ctx
 
 

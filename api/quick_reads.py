@@ -5,9 +5,10 @@ instead of loading the engine (pydantic, the event store, the recipe catalog).
 The views file is read as it is only when nothing is to be caught up or checked: the store is
 a SQLite file (the default), the views file is at this release's layout and runs version,
 the runs view has read every event the log holds (its position is the log's head), and the
-workspace has no recipe files of its own (their problems are warned about by every reading
-command, which needs the catalog). Anything else — PostgreSQL, a log that moved on, `--json`
-(typed by the read models), `--request`, `--trail`, `--follow` — takes the full path
+workspace's own recipe files, if any, are as a full check last found them sound (every
+reading command warns about broken ones: api/recipe_stamp.py). Anything else — PostgreSQL,
+a log that moved on, `--json` (typed by the read models), `--request`, `--trail`, `--follow`
+— takes the full path
 (api/inspect_cli.py), which prints the same text. `CONTROLROOM_QUICK_READS=0` always takes it.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from controlroom.api import recipe_stamp
 from controlroom.api.cli_exit import EXIT_DONE
 from controlroom.api.run_text import print_run, print_runs
 from controlroom.projections.layout import LAYOUT, RUNS_VERSION
@@ -88,7 +90,7 @@ def views_at_head(workspace: Path) -> Iterator[sqlite3.Connection | None]:
     """The workspace's views file, opened read-only, when it can be read as it is; None
     otherwise (see the module's docstring), and on any doubt (a file missing or locked)."""
     log = _sqlite_log(workspace) if os.environ.get(QUICK_VAR, "1") != "0" else None
-    if log is None or _has_own_recipes(workspace):
+    if log is None or not recipe_stamp.still_sound(workspace):
         yield None
         return
     try:
@@ -134,11 +136,3 @@ def _sqlite_log(workspace: Path) -> Path | None:
         return None
     path = path.absolute()
     return path if path.is_file() else None
-
-
-def _has_own_recipes(workspace: Path) -> bool:
-    folder = workspace / ".control-room" / "recipes"
-    try:
-        return any(folder.iterdir())
-    except OSError:  # no such folder: the usual case
-        return False

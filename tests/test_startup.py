@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_override
+from tests.conftest import REPO, write_override
 from tests.test_cli_e2e import CLI
 from tests.test_ladder_e2e import LADDER
 
@@ -148,3 +148,18 @@ def test_a_run_waiting_on_its_ladder_and_a_failed_check_print_alike_on_both_path
     text = "\n".join(shown)
     assert "ladder escalate" in text and "waiting for a person (the author)" in text
     assert "DoD ✗" in text or "DoD ✓" in text
+
+
+def test_recipes_of_its_own_checked_sound_are_read_quickly_until_they_change(
+    ran: tuple[Path, str],
+) -> None:
+    workspace, run_id = ran
+    recipe = json.loads((REPO / "recipes" / "structural_canon.json").read_text())
+    path = write_override(workspace, "mine.json", json.dumps({**recipe, "recipe_id": "mine"}))
+    _, loaded = probe("show", run_id, "-w", str(workspace))
+    assert "pydantic" in loaded  # checked once, and found sound
+    quick, loaded = probe("show", run_id, "-w", str(workspace))
+    assert loaded == set() and run_id in quick
+    path.write_text(path.read_text().replace('"mine"', '"mine2"'))
+    _, loaded = probe("runs", "-w", str(workspace))
+    assert "pydantic" in loaded  # changed: checked again
