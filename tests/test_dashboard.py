@@ -179,8 +179,15 @@ def test_a_run_started_from_the_page_shows_each_step_in_full_with_its_prompt(
             for e in trail
             if e["type"] == "ModelRequestRecorded" and e["data"]["ref"] == responded["request_ref"]
         )
+        # The event names its system text by hash; the page shows the request as sent.
+        assert "content_sha256" in request["body"]["messages"][0]
+        sent = client.get(f"/api/runs/{run_id}/requests/{request['ref']}").json()["body"]
+        page.wait_for_function(
+            "text => (document.querySelector('#step-prompt')?.textContent || '').includes(text)",
+            arg=sent["messages"][0]["content"][:200],
+        )
         prompt = page.text_content("#step-prompt") or ""
-        for message in request["body"]["messages"]:
+        for message in sent["messages"]:
             assert message["content"] in prompt
         usage = page.text_content("#step-usage") or ""
         assert str(responded["usage"]["output_tokens"]) in usage

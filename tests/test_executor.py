@@ -29,6 +29,8 @@ class SlowTool:
     name: ClassVar[str] = "slow_tool"
     description: ClassVar[str] = "blocks until released"
     args_model: ClassVar[type[ToolArgs]] = SlowArgs
+    #: It blocks: in a worker thread, as a tool crunching a manuscript would be.
+    slow: ClassVar[bool] = True
     release = threading.Event()
 
     def run(self, args: Any, workspace: Workspace) -> ToolResult:

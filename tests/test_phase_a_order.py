@@ -100,6 +100,8 @@ class Hold:
     name: ClassVar[str] = "hold"
     description: ClassVar[str] = "blocks until released"
     args_model: ClassVar[type[ToolArgs]] = TickArgs
+    #: It blocks: in a worker thread, as a tool crunching a manuscript would be.
+    slow: ClassVar[bool] = True
     release = threading.Event()
 
     def run(self, args: Any, workspace: Workspace) -> ToolResult:

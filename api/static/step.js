@@ -1,6 +1,7 @@
 // One step in full: what it read, what it wrote, its receipt, the exact prompt its agent was
 // sent, tokens and cost, and every failed attempt.
 
+import { api } from "./api.js";
 import { duration, formatMs, h, json, pre, section } from "./dom.js";
 import { latestPartial, outputOf, slotContent } from "./fold.js";
 
@@ -109,17 +110,31 @@ function promptSection(run, response) {
     fact("request", response.request_ref || "not recorded"),
   );
   if (!request) return section("Prompt", header, h("p", { class: "muted" }, "The exact request was not recorded for this step."));
-  const { messages, ...rest } = request.body;
-  return section(
-    "Prompt",
-    header,
-    h(
-      "div",
-      { id: "step-prompt" },
-      (messages || []).map((m) => h("div", { class: "message" }, h("h4", {}, m.role), pre(typeof m.content === "string" ? m.content : json(m.content)))),
-      h("details", {}, h("summary", {}, "request parameters"), pre(json(rest))),
-    ),
-  );
+  const prompt = h("div", { id: "step-prompt" });
+  if (refersToTexts(request.body)) {
+    // The event names its system text by hash (stored once per store, domain/texts.py):
+    // the server puts it back, as `show --request` does.
+    prompt.append(h("p", { class: "muted" }, "Loading the request as sent…"));
+    api(`/api/runs/${encodeURIComponent(run.runId)}/requests/${encodeURIComponent(request.ref)}`)
+      .then((sent) => prompt.replaceChildren(...promptMessages(sent.body)))
+      .catch((error) => prompt.replaceChildren(h("p", { class: "muted" }, `The request could not be read: ${error.message}`)));
+  } else {
+    prompt.append(...promptMessages(request.body));
+  }
+  return section("Prompt", header, prompt);
+}
+
+function refersToTexts(body) {
+  return "system_sha256" in body || (body.messages || []).some((m) => m && "content_sha256" in m);
+}
+
+function promptMessages(body) {
+  const { messages, system, ...rest } = body;
+  const all = system === undefined ? messages || [] : [{ role: "system", content: system }, ...(messages || [])];
+  return [
+    ...all.map((m) => h("div", { class: "message" }, h("h4", {}, m.role), pre(typeof m.content === "string" ? m.content : json(m.content)))),
+    h("details", {}, h("summary", {}, "request parameters"), pre(json(rest))),
+  ];
 }
 
 // What the step instance paid for: its reply, the replies its contract rejected, and the
