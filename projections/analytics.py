@@ -2,10 +2,12 @@
 
 It follows the event log incrementally. Each batch of stored records is read as it is, into
 Arrow columns (`eventstore.arrow_log`: on SQLite and PostgreSQL by an ADBC driver, no Python
-object per record), handed to DuckDB and loaded into `events` by one statement (no Python
-call per row) that splits topic, envelope and payload (`analytics_sql.INGEST`); the batch's
-rows are then taken apart by the `INSERT ... SELECT` statements of `analytics_sql.LOADS`,
-and committed together with the projection's position in `analytics_tracking`, in the same
+object per record), and made ready on a thread of its own (`StagedBatch`): the envelope cut
+out of each record (`analytics_staging`), and each event type's rows picked out and their
+payloads parsed, by an in-memory DuckDB, into the rows of the tables derived from them
+(`analytics_sql.LOADS`). The loader stores the records in `events` by one statement (no
+Python call per row, `analytics_sql.INGEST`) and the derived rows in their tables, and
+commits them together with the projection's position in `analytics_tracking`, in the same
 DuckDB transaction: a batch is loaded whole or not at all, so a process killed mid-batch
 loses and duplicates nothing, and the next catch-up resumes after the last committed batch.
 `rebuild` loads the log from zero.
@@ -35,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Final, Self
+from typing import Final, Self, TypeVar
 
 import duckdb
 import orjson
@@ -64,17 +66,25 @@ from controlroom.projections.analytics_sql import (
     INGEST,
     LAYOUT,
     LOADS,
+    NOT_JSON,
     REPORTS,
     TABLE_NAMES,
     TABLES,
     TRACKING,
     VIEW_NAMES,
     VIEWS,
+    parse,
 )
-from controlroom.projections.analytics_staging import split_envelopes
+from controlroom.projections.analytics_staging import (
+    drop_payloads,
+    rows_of_types,
+    split_envelopes,
+)
 from controlroom.projections.models import ProjectionStatus
 
 log = logging.getLogger("controlroom.analytics")
+
+_Item = TypeVar("_Item")
 
 NAME: Final = "analytics"
 FILE_NAME: Final = "analytics.duckdb"
@@ -90,6 +100,10 @@ NO_DOWNLOADS: Final = {
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
 }
+
+#: The staging thread's in-memory DuckDB, which works out the derived tables' rows: one
+#: thread (the loader's DuckDB and the log's reader keep the other core busy).
+DERIVER: Final[dict[str, str | bool | int | float | list[str]]] = {**NO_DOWNLOADS, "threads": 1}
 
 #: The writer checkpoints when it closes, not after every batch's commit: a batch commits to
 #: the write-ahead log, and the table data is compressed once per catch-up.
@@ -338,14 +352,13 @@ class AnalyticsProjection:
         self._seen = head
         return loaded
 
-    def _read(self, read: ReadArrow, position: int, head: int, limit: int) -> StagedBatch:
+    def _read(self, read: ReadArrow, position: int, head: int, limit: int) -> pa.Table:
         if position >= head:
-            return StagedBatch.of(RAW_SCHEMA.empty_table())
+            return RAW_SCHEMA.empty_table()
         try:
-            records = read(position, head, limit)
+            return read(position, head, limit)
         except Exception as exc:
             raise StoreUnavailableError(f"cannot read the event log: {exc}") from exc
-        return StagedBatch.of(as_text(upcast_old_shapes(records)))
 
     def _load(self, con: duckdb.DuckDBPyConnection, batch: StagedBatch, new_position: int) -> None:
         """One batch and its position, in the caller's transaction."""
@@ -356,9 +369,12 @@ class AnalyticsProjection:
                     con.execute(statement)
             finally:
                 con.unregister("raw_batch")
-            span = {"first": batch.first_position, "last": batch.last_position}
-            for statement in LOADS:
-                con.execute(statement, span)
+            for table, rows in batch.derived:
+                con.register("derived_rows", rows)
+                try:
+                    con.execute(f"INSERT INTO {table} SELECT * FROM derived_rows")
+                finally:
+                    con.unregister("derived_rows")
             self._batches += 1
             if self._crash_in_batch is not None and self._batches >= self._crash_in_batch:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -380,29 +396,76 @@ class AnalyticsProjection:
 @dataclass(frozen=True)
 class StagedBatch:
     """A batch of stored records as Arrow columns, which DuckDB scans without the
-    interpreter (read on the reading thread, while the previous batch loads)."""
+    interpreter, and the rows of every derived table, worked out from them by an in-memory
+    DuckDB of the staging thread's own (`analytics_sql.LOADS`): the payloads are parsed
+    there, while the previous batch loads, and the loader only stores typed rows."""
 
     count: int
-    first_position: int
-    last_position: int
     #: The stored states' size, in bytes (what the batches' sizes are kept under).
     state_bytes: int
+    #: Every record, for `events`.
     columns: pa.Table
+    #: The rows of each derived table (in the order of `analytics_sql.LOADS`; a table
+    #: may come more than once), none empty.
+    derived: tuple[tuple[str, pa.Table], ...]
 
     @classmethod
-    def of(cls, records: pa.Table) -> StagedBatch:
-        """The stored records (their states as text), taken apart for DuckDB."""
-        count = records.num_rows
-        positions = records.column("position")
-        first, last = (positions[0].as_py(), positions[-1].as_py()) if count else (0, 0)
+    def of(cls, records: pa.Table, derive: duckdb.DuckDBPyConnection) -> StagedBatch:
+        """The stored records (their states as text), taken apart for DuckDB; `derive`
+        works out the derived tables' rows, and checks the payloads are JSON."""
         state_bytes = records.column("state").nbytes
-        return cls(count, first, last, state_bytes, split_envelopes(records))
+        columns = split_envelopes(records)
+        derived, not_json = _derive(derive, columns)
+        columns = drop_payloads(columns, not_json)
+        return cls(records.num_rows, state_bytes, columns, derived)
+
+
+#: The loads by the rows they parse, in order (two loads of one shape parse them once).
+_PARSES: Final = tuple(
+    (types, shape, tuple(load for load in LOADS if (load.types, load.shape) == (types, shape)))
+    for types, shape in dict.fromkeys((load.types, load.shape) for load in LOADS)
+)
+
+
+def _derive(
+    derive: duckdb.DuckDBPyConnection, columns: pa.Table
+) -> tuple[tuple[tuple[str, pa.Table], ...], pa.Array]:
+    """The rows of every derived table (by table, in the order of `LOADS`, none empty), and
+    the positions of the records whose payload is not JSON. Every payload is parsed once:
+    into its loads' shape, or only checked when no table is derived from it."""
+    rows, other = rows_of_types(columns, (types for types, _, _ in _PARSES))
+    derived: list[tuple[str, pa.Table]] = []
+    not_json: list[pa.ChunkedArray] = []
+    for types, shape, loads in ((None, None, ()), *_PARSES):
+        given = other if types is None else rows[types]
+        if not given.num_rows:
+            continue
+        derive.register("load_rows", given)
+        try:
+            if shape is None:
+                not_json.append(derive.sql(NOT_JSON).to_arrow_table().column(0))
+                continue
+            derive.execute(f"CREATE OR REPLACE TEMP TABLE parsed AS {parse(shape)}")
+        finally:
+            derive.unregister("load_rows")
+        for load in loads:
+            found = derive.sql(load.select).to_arrow_table()
+            if found.num_rows:
+                derived.append((load.table, found))
+        unparsed = derive.sql("SELECT position FROM parsed WHERE not_json").to_arrow_table()
+        not_json.append(unparsed.column(0))
+    derive.execute("DROP TABLE IF EXISTS parsed")
+    return tuple(derived), pa.chunked_array(not_json, pa.int64()).combine_chunks()
 
 
 class _ReadAhead:
-    """Batches of the log from `position` up to `head`, read on a thread of its own at most
-    `_AHEAD` batches ahead of the loader; yields (batch, position after it). The reader's
-    error is raised in the loader; a loader that stops early stops the reader."""
+    """Batches of the log from `position` up to `head`, made ready ahead of the loader by two
+    threads of their own: one reads the records (so the log's reader, a process streaming
+    them on SQLite, does not wait for the rest), the other takes each batch apart
+    (`StagedBatch.of`); yields (batch, position after it). Each holds at most `_AHEAD`
+    batches ready for the next, and the reader reads a batch only when there is room for it
+    (every batch is held in memory whole: four at most, one in each place). An error of
+    either is raised in the loader; a loader that stops early stops both."""
 
     _AHEAD: Final = 1
 
@@ -411,26 +474,36 @@ class _ReadAhead:
     ) -> None:
         self._projection = projection
         self._position, self._head, self._sizer = position, head, sizer
-        self._queue: queue.Queue[tuple[StagedBatch, int, bool] | BaseException] = queue.Queue(
+        self._read: queue.Queue[tuple[pa.Table, int, bool] | BaseException] = queue.Queue(
             self._AHEAD
         )
+        self._staged: queue.Queue[tuple[StagedBatch, int, bool] | BaseException] = queue.Queue(
+            self._AHEAD
+        )
+        self._room = threading.Semaphore(self._AHEAD)  # for batches read, not yet staged
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read_all, name="analytics-read", daemon=True)
+        self._threads = (
+            threading.Thread(target=self._read_all, name="analytics-read", daemon=True),
+            threading.Thread(target=self._stage_all, name="analytics-stage", daemon=True),
+        )
 
     def __enter__(self) -> _ReadAhead:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
-        with contextlib.suppress(queue.Empty):
-            while True:  # unblock a reader waiting to hand over a batch
-                self._queue.get_nowait()
-        self._thread.join()
+        for handed in (self._read, self._staged):
+            with contextlib.suppress(queue.Empty):
+                while True:  # unblock a thread waiting to hand over a batch
+                    handed.get_nowait()
+        for thread in self._threads:
+            thread.join()
 
     def __iter__(self) -> Iterator[tuple[StagedBatch, int]]:
         while True:
-            item = self._queue.get()
+            item = self._staged.get()
             if isinstance(item, BaseException):
                 raise item
             batch, new_position, done = item
@@ -443,21 +516,47 @@ class _ReadAhead:
         try:
             with arrow_reader(self._projection.store) as read:
                 while not self._stop.is_set():
+                    if not self._room.acquire(timeout=0.1):
+                        continue
                     limit = self._sizer.next_limit()
-                    batch = self._projection._read(read, position, self._head, limit)
-                    self._sizer.took(batch.count, batch.state_bytes)
-                    done = batch.count < limit
-                    new_position = self._head if done else batch.last_position
-                    if not self._hand_over((batch, new_position, done)) or done:
+                    records = self._projection._read(read, position, self._head, limit)
+                    count = records.num_rows
+                    self._sizer.took(count, records.column("state").nbytes)
+                    done = count < limit
+                    new_position = self._head if done else records.column("position")[-1].as_py()
+                    if not self._hand_over(self._read, (records, new_position, done)) or done:
                         return
                     position = new_position
-        except BaseException as exc:  # handed to the loader, which raises it
-            self._hand_over(exc)
+        except BaseException as exc:  # handed on to the loader, which raises it
+            self._hand_over(self._read, exc)
 
-    def _hand_over(self, item: tuple[StagedBatch, int, bool] | BaseException) -> bool:
+    def _stage_all(self) -> None:
+        try:
+            with contextlib.closing(duckdb.connect(config=DERIVER)) as derive:
+                while (item := self._take(self._read)) is not None:
+                    self._room.release()
+                    if isinstance(item, BaseException):
+                        self._hand_over(self._staged, item)
+                        return
+                    records, new_position, done = item
+                    batch = StagedBatch.of(as_text(upcast_old_shapes(records)), derive)
+                    if not self._hand_over(self._staged, (batch, new_position, done)) or done:
+                        return
+        except BaseException as exc:  # handed to the loader, which raises it
+            self._hand_over(self._staged, exc)
+
+    def _take(self, handed: queue.Queue[_Item]) -> _Item | None:
         while not self._stop.is_set():
             try:
-                self._queue.put(item, timeout=0.1)
+                return handed.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return None
+
+    def _hand_over(self, handed: queue.Queue[_Item], item: _Item) -> bool:
+        while not self._stop.is_set():
+            try:
+                handed.put(item, timeout=0.1)
                 return True
             except queue.Full:
                 continue

@@ -19,33 +19,37 @@ TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
     source VARCHAR NOT NULL)"""
 
-#: The event's name from its topic (`StepStarted.v2` → `StepStarted`), and a stream's type
-#: from the first word of its first event's name (`RunStarted` → run, `IssueOpened` → issue):
-#: new aggregates need no change here.
-_EVENT_TYPE = r"regexp_extract(topic, '([A-Za-z0-9_]+)(\.v[0-9]+)?$', 1)"
+#: A stream's type from the first word of its first event's name (`RunStarted` → run,
+#: `IssueOpened` → issue): new aggregates need no change here. (The event's name comes with
+#: the batch, from its topic: `analytics_staging.event_name`.)
 _STREAM_TYPE = "lower(regexp_extract({0}, '^[A-Z][a-z0-9]*'))"
 
-#: A batch of stored records (`eventstore.arrow_log`), handed over as columns (`raw_batch`)
-#: with the envelope's timestamp and the payload already cut out on the reading thread
-#: (`analytics_staging`), goes straight into `events`; the payload is checked as JSON here.
-#: A record of another shape (damaged, or from another release: its `fallback`) is taken
+#: A record's timestamp and payload (JSON, or NULL when it is not JSON). The envelope's
+#: timestamp and the payload come cut out on the staging thread (`analytics_staging`); a
+#: record of another shape (damaged, or from another release: its `fallback`) is taken
 #: apart here, more slowly, by the same rules: the first timestamp in the stored JSON (the
-#: envelope's comes first), the payload without the envelope. Every other table is then
-#: loaded from the batch's rows of `events` (`LOADS`), the payload parsed by DuckDB.
+#: envelope's comes first), the payload without the envelope.
+_TIMESTAMP = """coalesce(TRY_CAST(timestamp_text AS TIMESTAMP), TRY_CAST(nullif(
+    regexp_extract(fallback, '"timestamp":"([^"]*)"', 1), '') AS TIMESTAMP))"""
+_FALLBACK_PAYLOAD = r"""TRY_CAST(regexp_replace(fallback, '^\{.*?"event_hash":"[^"]*",?', '{')
+    AS JSON)"""
+_PAYLOAD = f"coalesce(payload, {_FALLBACK_PAYLOAD})"
+
+#: A batch of stored records (`eventstore.arrow_log`), handed over as columns (`raw_batch`)
+#: with the event's name, the envelope's timestamp and the payload already cut out on the
+#: staging thread (`analytics_staging`), and the payload already checked as JSON there
+#: (null when it is not: `parse`, `NOT_JSON`), goes straight into `events`. Every other
+#: table takes the rows worked out there from the batch's rows of its event types (`LOADS`).
 INGEST: Final = (
     f"""INSERT OR IGNORE INTO aggregates
-    SELECT aggregate_id, {_STREAM_TYPE.format(_EVENT_TYPE)}, position
+    SELECT aggregate_id, {_STREAM_TYPE.format("event_type")}, position
     FROM raw_batch WHERE version = 1""",
-    rf"""INSERT INTO events
+    f"""INSERT INTO events
     SELECT r.position, r.aggregate_id,
         coalesce(a.aggregate_type, {_STREAM_TYPE.format("r.event_type")}),
-        r.version, r.event_type, r.topic,
-        coalesce(TRY_CAST(r.timestamp_text AS TIMESTAMP), TRY_CAST(nullif(
-            regexp_extract(r.fallback, '"timestamp":"([^"]*)"', 1), '') AS TIMESTAMP)),
-        coalesce(CASE WHEN json_valid(r.payload) THEN r.payload END,
-            TRY_CAST(regexp_replace(r.fallback, '^\{{.*?"event_hash":"[^"]*",?', '{{') AS JSON))
-    FROM (SELECT position, aggregate_id, version, topic, {_EVENT_TYPE} AS event_type,
-            timestamp_text, payload, fallback FROM raw_batch) r
+        r.version, r.event_type, r.topic, r.timestamp, r.payload
+    FROM (SELECT position, aggregate_id, version, event_type, topic,
+            {_TIMESTAMP} AS timestamp, {_PAYLOAD} AS payload FROM raw_batch) r
         LEFT JOIN aggregates a USING (aggregate_id)""",
 )
 
@@ -318,9 +322,10 @@ VIEWS: Final = (
 VIEW_NAMES: Final = ("runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds")
 
 # -- loading one batch ---------------------------------------------------------------------
-# Every table but `events` is loaded from the batch's rows of its event types in `events`,
-# every payload parsed once into the shape below (`json_transform`: a field missing or
-# of another type reads as NULL).
+# Every table but `events` is loaded from the batch's rows of its event types, picked out
+# on the staging thread (`analytics_staging.rows_of_types`) and parsed there by an in-memory
+# DuckDB (`parse`), every payload once, into the shape below (`json_transform`: a field
+# missing or of another type reads as NULL).
 
 
 def _shape(**fields: object) -> str:
@@ -386,109 +391,177 @@ _ISSUE = _shape(
 )  # fmt: skip
 
 
-def _rows(shape: str, *types: str) -> str:
-    names = ", ".join(f"'{t}'" for t in types)
-    return (
-        "FROM (SELECT position, aggregate_id, event_type, timestamp, "
-        f"json_transform(payload, {shape}) AS j FROM events "
-        f"WHERE position BETWEEN $first AND $last AND event_type IN ({names}))"
-    )
+class Load(NamedTuple):
+    """The rows `table` takes from a batch's rows of `types`, their payloads parsed into
+    `shape` (`parse`)."""
+
+    table: str
+    types: tuple[str, ...]
+    shape: str
+    #: Over the rows parsed (`parsed`: position, aggregate_id, event_type, timestamp, j).
+    select: str
 
 
-#: The tables taken from the batch's rows of `events` (positions `$first` to `$last`).
+def parse(shape: str) -> str:
+    """The batch's rows of one load's types (given as `load_rows`), each with its timestamp
+    and its payload parsed into `shape` as `j`, and `not_json` where its payload does not
+    parse (`events` then keeps no payload: each payload is checked as JSON where it is
+    parsed anyway, not twice). It is kept as a table (`parsed`) for the loads of these
+    rows: a filter on `j` pushed down into it would parse every payload once more."""
+    return f"""SELECT position, aggregate_id, event_type, timestamp,
+        coalesce(parsed, json_transform({_FALLBACK_PAYLOAD}, {shape})) AS j,
+        payload IS NOT NULL AND parsed IS NULL AS not_json
+    FROM (SELECT position, aggregate_id, event_type, {_TIMESTAMP} AS timestamp, payload,
+            fallback, TRY(json_transform(payload, {shape})) AS parsed FROM load_rows)"""
+
+
+#: The positions of the batch's other rows (given as `load_rows`) whose payload is not JSON.
+NOT_JSON: Final = "SELECT position FROM load_rows WHERE NOT json_valid(payload)"
+
+_RUN_TYPES = (
+    "RunStarted", "RunCompleted", "RunFailed", "RunCancelled", "RunResumed", "RunClaimed",
+    "RunReleased",
+)  # fmt: skip
+_STEP_TYPES = ("StepStarted", "StepCompleted", "StepFailed", "StepWaiting")
+_ISSUE_TYPES = ("IssueOpened", "IssueClosed", "IssueReopened", "IssueRecurred")
+
+#: The tables taken from the batch's rows of their event types, in this order.
 LOADS: Final = (
-    f"""INSERT INTO run_events
-    SELECT position, aggregate_id, event_type, timestamp, j.recipe_id, j.task.description,
+    Load(
+        "run_events",
+        _RUN_TYPES,
+        _RUN,
+        """SELECT position, aggregate_id, event_type, timestamp, j.recipe_id, j.task.description,
         j.session_id, j.trace_id, j.total_steps,
         CASE WHEN event_type = 'RunStarted' THEN j.routing IS NOT NULL END,
         j.error, j.step_id, j.reason, j.owner
-    {
-        _rows(
-            _RUN,
-            "RunStarted",
-            "RunCompleted",
-            "RunFailed",
-            "RunCancelled",
-            "RunResumed",
-            "RunClaimed",
-            "RunReleased",
-        )
-    }""",
-    f"""INSERT INTO step_events
-    SELECT position, aggregate_id, event_type, timestamp, j.step_id,
+    FROM parsed""",
+    ),
+    Load(
+        "step_events",
+        _STEP_TYPES,
+        _STEP,
+        """SELECT position, aggregate_id, event_type, timestamp, j.step_id,
         coalesce(nullif(j.instance_id, ''), j.step_id), j.step_index,
         CASE WHEN event_type = 'StepStarted' THEN coalesce(nullif(j.kind, ''),
             CASE j.phase WHEN 'a' THEN 'tool' WHEN 'b' THEN 'agent' END) END,
         j.phase, j.tool, j.agent_archetype, j.error_type, j.error
-    {_rows(_STEP, "StepStarted", "StepCompleted", "StepFailed", "StepWaiting")}""",
+    FROM parsed""",
+    ),
     # The offline model counts words, not tokens: its usage is an estimate.
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, j.step_id, timestamp, j.agent_archetype, j.agent_id,
+    Load(
+        "agent_calls",
+        ("AgentResponded", "AgentMicroStepResponded"),
+        _AGENT,
+        """SELECT position, aggregate_id, j.step_id, timestamp, j.agent_archetype, j.agent_id,
         j.provider, j.model, j.tier, j.prompt_type, j.prompt_variant, j.usage.input_tokens,
         j.usage.output_tokens, coalesce(j.usage.estimated, j.provider = 'offline'),
         j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
-    FROM (SELECT * {_rows(_AGENT, "AgentResponded", "AgentMicroStepResponded")})
-    WHERE NOT coalesce(j.repeats_items, false)""",
+    FROM parsed WHERE NOT coalesce(j.repeats_items, false)""",
+    ),
     # Every other model call is a row too: the Chief's (planning, reviewing, choosing a
     # round's tools; `run_id` is then the plan's or the round's id, `step_id` the purpose),
     # a conference role's, and a loop's items before its last (the step's own
     # `AgentResponded` stands for its last item).
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, j.purpose, timestamp, j.role, j.role, j.provider, j.model,
-        j.tier, j.prompt_type, NULL, j.usage.input_tokens, j.usage.output_tokens,
+    Load(
+        "agent_calls",
+        ("ModelCalled",),
+        _CHIEF,
+        """SELECT position, aggregate_id, j.purpose, timestamp, j.role, j.role, j.provider,
+        j.model, j.tier, j.prompt_type, NULL, j.usage.input_tokens, j.usage.output_tokens,
         coalesce(j.usage.estimated, j.provider = 'offline'), j.latency_ms, j.cost_usd,
         coalesce(j.attempts, 1)
-    {_rows(_CHIEF, "ModelCalled")}""",
+    FROM parsed""",
+    ),
     # An escalation ladder's calls around a step (consult, synthesis, triage), and replies
     # a contract rejected: paid for, so counted, and charged to their step.
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, j.step_id, timestamp, j.role, j.role, j.provider, j.model,
-        j.tier, j.prompt_type, NULL, j.usage.input_tokens, j.usage.output_tokens,
+    Load(
+        "agent_calls",
+        ("LadderCallRecorded",),
+        _LADDER,
+        """SELECT position, aggregate_id, j.step_id, timestamp, j.role, j.role, j.provider,
+        j.model, j.tier, j.prompt_type, NULL, j.usage.input_tokens, j.usage.output_tokens,
         coalesce(j.usage.estimated, j.provider = 'offline'), j.latency_ms, j.cost_usd,
         coalesce(j.attempts, 1)
-    {_rows(_LADDER, "LadderCallRecorded")}""",
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, j.step_id, timestamp, NULL, NULL, j.provider, j.model,
+    FROM parsed""",
+    ),
+    Load(
+        "agent_calls",
+        ("AgentReplyRejected",),
+        _REJECTED,
+        """SELECT position, aggregate_id, j.step_id, timestamp, NULL, NULL, j.provider, j.model,
         NULL, 'rejected_reply', NULL, j.usage.input_tokens, j.usage.output_tokens,
         coalesce(j.usage.estimated, j.provider = 'offline'), NULL, j.cost_usd, 1
-    {_rows(_REJECTED, "AgentReplyRejected")}""",
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, NULL, timestamp, j.role, j.role, j.provider, j.model,
+    FROM parsed""",
+    ),
+    Load(
+        "agent_calls",
+        ("AgentCallRecorded",),
+        _ROLE,
+        """SELECT position, aggregate_id, NULL, timestamp, j.role, j.role, j.provider, j.model,
         j.tier, j.micro_step, NULL, j.input_tokens, j.output_tokens, j.provider = 'offline',
         j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
-    {_rows(_ROLE, "AgentCallRecorded")}""",
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
+    FROM parsed""",
+    ),
+    Load(
+        "agent_calls",
+        ("ForEachItemCompleted",),
+        _ITEM,
+        """SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
         j.model, NULL, NULL, NULL, j.input_tokens, j.output_tokens, j.provider = 'offline',
         j.latency_ms, NULL, coalesce(j.attempts, 1)
-    FROM (SELECT * {_rows(_ITEM, "ForEachItemCompleted")})
-    WHERE j.index < j.total - 1 AND NOT coalesce(j.checked, false)""",
+    FROM parsed WHERE j.index < j.total - 1 AND NOT coalesce(j.checked, false)""",
+    ),
     # A checked loop's calls: every draft of an item and every check of a draft.
-    f"""INSERT INTO agent_calls
-    SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
+    Load(
+        "agent_calls",
+        ("ForEachItemDrafted", "ForEachItemChecked"),
+        _CHECKED,
+        """SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
         j.model, NULL, event_type, NULL, j.input_tokens, j.output_tokens,
         j.provider = 'offline', j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
-    {_rows(_CHECKED, "ForEachItemDrafted", "ForEachItemChecked")}""",
-    f"""INSERT INTO model_attempts
-    SELECT position, aggregate_id, j.step_id, timestamp, j.attempt, j.provider, j.model,
+    FROM parsed""",
+    ),
+    Load(
+        "model_attempts",
+        ("ModelAttemptFailed",),
+        _ATTEMPT,
+        """SELECT position, aggregate_id, j.step_id, timestamp, j.attempt, j.provider, j.model,
         j.kind, j.status, j.message, j.will_retry, j.retry_in_s
-    {_rows(_ATTEMPT, "ModelAttemptFailed")}""",
-    f"""INSERT INTO receipts
-    SELECT position, j.receipt_id, aggregate_id, j.session_id, j.step_id, timestamp, j.tool,
+    FROM parsed""",
+    ),
+    Load(
+        "receipts",
+        ("ReceiptIssued",),
+        _RECEIPT,
+        """SELECT position, j.receipt_id, aggregate_id, j.session_id, j.step_id, timestamp, j.tool,
         j.summary, j.output_sha256, j.duration_ms, j.args
-    {_rows(_RECEIPT, "ReceiptIssued")}""",
-    f"""INSERT INTO dod_results
-    SELECT position, aggregate_id, timestamp, j.passed
-    {_rows(_DOD, "DodChecked")}""",
-    f"""INSERT INTO dod_checks
-    SELECT position, run_id, timestamp, r.index, r."check"->>'check', r.passed, r.detail,
+    FROM parsed""",
+    ),
+    Load(
+        "dod_results",
+        ("DodChecked",),
+        _DOD,
+        """SELECT position, aggregate_id, timestamp, j.passed
+    FROM parsed""",
+    ),
+    Load(
+        "dod_checks",
+        ("DodChecked",),
+        _DOD,
+        """SELECT position, run_id, timestamp, r.index, r."check"->>'check', r.passed, r.detail,
         r."check"
     FROM (SELECT position, aggregate_id AS run_id, timestamp, unnest(j.results) AS r
-          {_rows(_DOD, "DodChecked")})""",
-    f"""INSERT INTO issue_events
-    SELECT position, aggregate_id, event_type, timestamp, j.kind, j.title, j.detail, j.run_id,
-        j.session_id, j.recipe_id, j."check"."check", coalesce(j.resolution, j.reason)
-    {_rows(_ISSUE, "IssueOpened", "IssueClosed", "IssueReopened", "IssueRecurred")}""",
+          FROM parsed)""",
+    ),
+    Load(
+        "issue_events",
+        _ISSUE_TYPES,
+        _ISSUE,
+        """SELECT position, aggregate_id, event_type, timestamp, j.kind, j.title, j.detail,
+        j.run_id, j.session_id, j.recipe_id, j."check"."check", coalesce(j.resolution, j.reason)
+    FROM parsed""",
+    ),
 )
 
 

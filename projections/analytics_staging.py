@@ -1,4 +1,4 @@
-"""A batch of stored records taken apart on the reading thread, before DuckDB loads it.
+"""A batch of stored records taken apart on a thread of its own, before DuckDB loads it.
 
 Every stored state starts with the same envelope, written by the store's own encoder:
 `{"originator_id":"…","originator_version":…,"timestamp":"…","prev_hash":"…",
@@ -6,18 +6,26 @@ Every stored state starts with the same envelope, written by the store's own enc
 payload without the envelope (the hashes, random and incompressible, stay in the log for
 audits). The envelope's parts have known lengths (the id and the version are columns of
 their own), so where each part lies is arithmetic, checked against the bytes, done here
-with numpy on the reading thread while DuckDB loads the batch before. Done by DuckDB, with
-two regular expressions and a JSON cast on the loading thread, it was a third of the ingest.
+with numpy while DuckDB loads the batch before. Done by DuckDB, with two regular
+expressions and a JSON cast on the loading thread, it was a third of the ingest.
 
 The timestamp and the payload go to DuckDB as Arrow string views into the batch's own bytes
-(no text copied per row), the payload typed as JSON (`analytics_sql.INGEST`
-still checks it). A record of any other shape (damaged, hand-made, or stored by another
-release) is handed over whole, as `fallback`, and DuckDB takes it apart the slow way.
+(no text copied per row), the payload typed as JSON (checked as JSON where it is parsed:
+`analytics_sql.parse`, `NOT_JSON`; one that is not is dropped, `drop_payloads`). A record
+of any other shape (damaged, hand-made, or stored by another release) is handed over whole,
+as `fallback`, and DuckDB takes it apart the slow way.
+
+Each record's event name is worked out here too, once per distinct topic, and the rows of
+the event types each derived table is loaded from are picked out (`rows_of_types`): DuckDB
+then parses only those payloads, each once, not every row of the batch once per table.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
+import re
+from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
@@ -41,6 +49,12 @@ _INLINE: Final = 12
 TIMESTAMP_TEXT: Final = "timestamp_text"
 PAYLOAD: Final = "payload"
 FALLBACK: Final = "fallback"
+#: The event's name, from its topic (`…:StepStarted.v2` → `StepStarted`).
+EVENT_TYPE: Final = "event_type"
+#: The columns `rows_of_types` keeps.
+ROW_COLUMNS: Final = ("position", "aggregate_id", EVENT_TYPE, TIMESTAMP_TEXT, PAYLOAD, FALLBACK)
+#: The event's name is the topic's last word, less its shape's suffix (`.v2`).
+_EVENT_NAME: Final = re.compile(r"([A-Za-z0-9_]+)(\.v[0-9]+)?$")
 
 Bytes = npt.NDArray[np.uint8]
 Ints = npt.NDArray[np.int64]
@@ -52,22 +66,124 @@ _VIEW: Final = np.dtype([("length", "<i4"), ("prefix", "V4"), ("buffer", "<i4"),
 def split_envelopes(records: pa.Table) -> pa.Table:
     """`records` with its `state` (text) replaced by the envelope's timestamp (text), the
     payload without the envelope (JSON), and the whole state of each record whose envelope
-    was not found (null for the others).
+    was not found (null for the others), and with each record's event name.
 
     The records are handed over: their state bytes are written into (each payload's opening
     brace, over the comma after the envelope's hash), and the columns returned point into
     them. Copying the states instead cost more than all the rest: a batch of 160 MB into
     fresh memory, whose pages fault in one by one, took 0.4 s of the reading thread's 1.1 s.
     Each record batch (the child's, or the one of a read in process) is cut on its own, so
-    nothing is joined either: the rows of one never lie in another's bytes.
+    nothing is joined either: the rows of one never lie in another's bytes. The columns
+    returned are one chunk each (string views of many buffers: no text is copied).
     """
     parts = [_split_batch(batch) for batch in records.to_batches() if batch.num_rows]
-    columns = records.drop_columns(["state"])
+    columns = records.drop_columns(["state"]).combine_chunks()
 
     def column(index: int) -> pa.ChunkedArray:
-        return pa.chunked_array([part[index] for part in parts], pa.string_view())
+        joined = pa.chunked_array([part[index] for part in parts], pa.string_view())
+        return pa.chunked_array([joined.combine_chunks()])
 
-    return _with(columns, column(0), column(1), column(2))
+    split = _with(columns, column(0), column(1), column(2))
+    return split.append_column(EVENT_TYPE, event_types(columns.column("topic")))
+
+
+def event_name(topic: str | None) -> str | None:
+    """The event's name in `topic` ('' when it has none, as DuckDB's `regexp_extract`)."""
+    if topic is None:
+        return None
+    found = _EVENT_NAME.search(topic)
+    return found[1] if found else ""
+
+
+def event_types(topics: pa.ChunkedArray) -> pa.Array:
+    """Each record's event name, worked out once per distinct topic (a batch has a few)."""
+    encoded = _encoded(topics)
+    names = [event_name(topic) for topic in encoded.dictionary.to_pylist()]
+    return pa.array(names, pa.string()).take(encoded.indices)
+
+
+def rows_of_types(
+    split: pa.Table, groups: Iterable[tuple[str, ...]]
+) -> tuple[dict[tuple[str, ...], pa.Table], pa.Table]:
+    """For each group of event types (no type in two groups), the rows of `split`
+    (`split_envelopes`'s) of those types, and then the rows of none of them, each in their
+    order, with the columns `ROW_COLUMNS`. The rows are put in the order of their groups
+    once, and each group's are a slice of them; no text is copied (a string view is 16
+    bytes, pointing into the same bytes as before)."""
+    groups = list(dict.fromkeys(groups))
+    columns = split.select(list(ROW_COLUMNS)).combine_chunks()
+    encoded = _encoded(columns.column(EVENT_TYPE))
+    names = encoded.dictionary.to_pylist()
+    group_of = {name: index for index, group in enumerate(groups) for name in group}
+    if len(group_of) < sum(len(set(group)) for group in groups):
+        raise ValueError(f"an event type in two groups: {groups}")
+    # Each row's group (the rest after the last), by its name's index in the dictionary.
+    of_name = np.array([group_of.get(name, len(groups)) for name in names] + [len(groups)])
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False))
+    ranks = of_name[np.where(codes < 0, len(names), codes)]  # a null name: in no group
+    order = np.argsort(ranks, kind="stable")
+    ordered = pa.Table.from_arrays(
+        [_take(column.chunk(0), order) for column in columns.columns], schema=columns.schema
+    )
+    bounds = np.searchsorted(ranks[order], np.arange(len(groups) + 2))
+    parts = [ordered.slice(start, end - start) for start, end in itertools.pairwise(bounds)]
+    return dict(zip(groups, parts, strict=False)), parts[-1]
+
+
+def drop_payloads(split: pa.Table, positions: pa.Array) -> pa.Table:
+    """`split` (`split_envelopes`'s) without the payloads of the records at `positions`
+    (null there, as the payload of a record whose JSON does not parse)."""
+    if not len(positions):
+        return split
+    payload = split.column(PAYLOAD).combine_chunks()
+    storage = payload.storage
+    at = np.asarray(split.column("position").to_numpy(), np.int64)
+    keep = ~np.isin(at, np.asarray(positions.to_numpy(zero_copy_only=False), np.int64))
+    keep &= np.asarray(storage.is_valid().to_numpy(zero_copy_only=False), np.bool_)
+    validity = pa.py_buffer(np.packbits(keep, bitorder="little"))
+    kept = pa.Array.from_buffers(
+        pa.string_view(),
+        len(storage),
+        [validity, pa.py_buffer(_views_of(storage)), *storage.buffers()[2:]],
+        null_count=-1,
+    )
+    json = pa.ExtensionArray.from_storage(payload.type, kept)
+    return split.set_column(split.schema.get_field_index(PAYLOAD), PAYLOAD, json)
+
+
+def _encoded(strings: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """`strings` as a dictionary (nulls stay null: their index is null)."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    encoded: pa.DictionaryArray = pc.dictionary_encode(strings)
+    return encoded
+
+
+def _take(column: pa.Array, rows: Ints) -> pa.Array:
+    """`column`'s values at `rows`; a string view's by its 16-byte view (Arrow's `take`
+    has no kernel for string views), pointing into the same bytes."""
+    extension = column.type if isinstance(column, pa.ExtensionArray) else None
+    storage = column.storage if isinstance(column, pa.ExtensionArray) else column
+    if not pa.types.is_string_view(storage.type):
+        return column.take(pa.array(rows, pa.int64()))
+    valid = np.asarray(storage.is_valid().to_numpy(zero_copy_only=False), np.bool_)[rows]
+    taken = pa.Array.from_buffers(
+        pa.string_view(),
+        len(rows),
+        [
+            pa.py_buffer(np.packbits(valid, bitorder="little")),
+            pa.py_buffer(_views_of(storage)[rows]),
+            *storage.buffers()[2:],
+        ],
+        null_count=-1,
+    )
+    return taken if extension is None else pa.ExtensionArray.from_storage(extension, taken)
+
+
+def _views_of(strings: pa.Array) -> npt.NDArray[np.void]:
+    """The 16-byte views of a string view array (its own rows, after its offset)."""
+    views = np.frombuffer(strings.buffers()[1], _VIEW)
+    return views[strings.offset : strings.offset + len(strings)]
 
 
 def _split_batch(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, pa.Array]:

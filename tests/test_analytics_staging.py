@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import orjson
@@ -16,7 +15,7 @@ from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.arrow_log import arrow_reader, records_table
 from controlroom.eventstore.config import store_env
 from controlroom.eventstore.store import EventStore
-from controlroom.projections.analytics import as_text
+from controlroom.projections.analytics import StagedBatch, as_text
 from controlroom.projections.analytics_sql import INGEST, TABLES
 from controlroom.projections.analytics_staging import split_envelopes
 
@@ -35,10 +34,12 @@ def stored(
     return head + ("," + fields if fields else "") + "}"
 
 
-def table(rows: list[tuple[str, int, str | None]], chunks: int = 1) -> pa.Table:
+def table(
+    rows: list[tuple[str, int, str | None]], chunks: int = 1, topic: str = "Made"
+) -> pa.Table:
     records = records_table(
         [
-            (position, aggregate_id, version, "Made", None if state is None else state.encode())
+            (position, aggregate_id, version, topic, None if state is None else state.encode())
             for position, (aggregate_id, version, state) in enumerate(rows, start=1)
         ]
     )
@@ -110,29 +111,69 @@ def test_records_in_several_chunks_or_slices_of_one_are_cut_the_same() -> None:
     assert cut == expected
 
 
-def loaded(records: pa.Table) -> list[tuple[Any, ...]]:
-    """The batch through the loader's own statements, into a database of its own."""
+def loaded(records: pa.Table) -> duckdb.DuckDBPyConnection:
+    """The batch staged and loaded by the projection's own steps, into a database of its
+    own."""
     con = duckdb.connect()
     for statement in TABLES:
         con.execute(statement)
-    con.register("raw_batch", split_envelopes(records))
+    batch = StagedBatch.of(records, duckdb.connect())
+    con.register("raw_batch", batch.columns)
     for statement in INGEST:
         con.execute(statement)
-    return con.execute(
-        "SELECT position, aggregate_type, timestamp::VARCHAR, payload FROM events ORDER BY 1"
-    ).fetchall()
+    for name, rows in batch.derived:
+        con.register("derived_rows", rows)
+        con.execute(f"INSERT INTO {name} SELECT * FROM derived_rows")
+    return con
+
+
+EVENTS = "SELECT position, aggregate_type, timestamp::VARCHAR, payload FROM events ORDER BY 1"
+SHAPES: list[tuple[str, int, str | None]] = [
+    ("run_a", 1, stored("run_a", 1, '"recipe_id":"draft"')),
+    ("run_a", 2, stored("run_a", 2, '"broken":')),  # its shape, but not JSON
+    ("run_a", 3, stored("run_a", 3, '"recipe_id":"x"').replace(HASH, "short", 1)),  # slow rules
+    ("run_a", 4, '{"timestamp":"2026-05-06T07:08:09.5Z","recipe_id":"y"}'),  # no envelope
+    ("run_a", 5, '{"timestamp":"2026-05-06T07:08:09.5Z","recipe_id":'),  # nor JSON
+]
 
 
 def test_the_loader_checks_the_payload_and_takes_other_shapes_apart_the_same_way() -> None:
-    rows: list[tuple[str, int, str | None]] = [
-        ("run_a", 1, stored("run_a", 1, '"recipe_id":"draft"')),
-        ("run_a", 2, stored("run_a", 2, '"broken":')),  # its shape, but not JSON
-        ("run_a", 3, stored("run_a", 3, '"x":1').replace(HASH, "short", 1)),  # the slow rules
-        ("run_a", 4, '{"timestamp":"2026-05-06T07:08:09.5Z","x":2}'),  # no envelope at all
-    ]
-    assert loaded(table(rows)) == [
+    assert loaded(table(SHAPES)).execute(EVENTS).fetchall() == [
         (1, "made", "2026-01-02 03:04:05", '{"recipe_id":"draft"}'),
         (2, "made", "2026-01-02 03:04:05", None),
-        (3, "made", "2026-01-02 03:04:05", '{"x":1}'),
-        (4, "made", "2026-05-06 07:08:09.5", '{"timestamp":"2026-05-06T07:08:09.5Z","x":2}'),
+        (3, "made", "2026-01-02 03:04:05", '{"recipe_id":"x"}'),
+        (
+            4,
+            "made",
+            "2026-05-06 07:08:09.5",
+            '{"timestamp":"2026-05-06T07:08:09.5Z","recipe_id":"y"}',
+        ),
+        (5, "made", "2026-05-06 07:08:09.5", None),
+    ]
+
+
+def test_a_payload_a_table_is_derived_from_is_checked_as_json_where_it_is_parsed() -> None:
+    """Rows whose payload is parsed for a derived table (here `run_events`) have it checked
+    there, and read the same as rows checked on their own."""
+    con = loaded(table(SHAPES, topic="controlroom.domain.events:RunStarted.v1"))
+    assert con.execute(EVENTS).fetchall() == [
+        (1, "run", "2026-01-02 03:04:05", '{"recipe_id":"draft"}'),
+        (2, "run", "2026-01-02 03:04:05", None),
+        (3, "run", "2026-01-02 03:04:05", '{"recipe_id":"x"}'),
+        (
+            4,
+            "run",
+            "2026-05-06 07:08:09.5",
+            '{"timestamp":"2026-05-06T07:08:09.5Z","recipe_id":"y"}',
+        ),
+        (5, "run", "2026-05-06 07:08:09.5", None),
+    ]
+    assert con.execute(
+        "SELECT position, event_type, timestamp::VARCHAR, recipe_id FROM run_events ORDER BY 1"
+    ).fetchall() == [
+        (1, "RunStarted", "2026-01-02 03:04:05", "draft"),
+        (2, "RunStarted", "2026-01-02 03:04:05", None),
+        (3, "RunStarted", "2026-01-02 03:04:05", "x"),
+        (4, "RunStarted", "2026-05-06 07:08:09.5", "y"),
+        (5, "RunStarted", "2026-05-06 07:08:09.5", None),
     ]
