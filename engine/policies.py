@@ -166,8 +166,10 @@ def bundled_policies() -> list[Policy]:
     ]
 
 
-#: How far past its position a policy must have read, finding nothing it follows, before
-#: that position is moved to the head (a commit): rereading fewer events is cheaper.
+#: How far past its tracked position a policy may have read, finding nothing it follows,
+#: before that position is recorded (a commit). Below it the runner only remembers how far
+#: it read: an idle pass records nothing, and a new process rereads at most this many events
+#: (through the store's index on event types: eventstore/sqlite_recorder.py, pg_recorder.py).
 SKIP_AHEAD = 500
 
 
@@ -176,30 +178,42 @@ class PolicyRunner:
         self.store = store
         self.policies = list(policies)
         self.batch = batch
+        #: How far each policy has read the log, in this process: at least its tracked
+        #: position, more when what it read past that held nothing it follows.
+        self._read_to: dict[str, int] = {}
 
     def catch_up(self) -> int:
         """React to everything recorded since each policy's position; returns how many new
-        events the reactions recorded. Repeats while reactions cause more reactions."""
+        events the reactions recorded. Repeats while reactions cause more reactions.
+
+        A pass reads the log's head once; a policy that has read that far reads nothing
+        (an idle pass is one query), and one that has not reads only the events of the
+        types it follows."""
         total = 0
         while True:
-            recorded = sum(self._catch_up(policy) for policy in self.policies)
+            # Read up to the head as it is now; commits are made visible in position order (a
+            # table lock on PostgreSQL, one writer on SQLite), so nothing below it comes later.
+            head = self.store.max_position()
+            recorded = sum(self._catch_up(policy, head) for policy in self.policies)
             total += recorded
             if not recorded:
                 return total
 
     def status(self) -> list[tuple[str, int]]:
-        return [(p.name, self.store.tracked_position(p.name)) for p in self.policies]
+        return [(p.name, self.position(p.name)) for p in self.policies]
 
-    def _catch_up(self, policy: Policy) -> int:
+    def position(self, name: str) -> int:
+        """How far the policy has read: its tracked position, or further in this process."""
+        return max(self._read_to.get(name, 0), self.store.tracked_position(name))
+
+    def _catch_up(self, policy: Policy, head: int) -> int:
+        if self._read_to.get(policy.name, 0) >= head:
+            return 0
         topics = EVENT_TYPES.topics_for(policy.follows)
         recorded = 0
-        # Read up to the head as it is now; commits are made visible in position order (a
-        # table lock on PostgreSQL, one writer on SQLite), so nothing below it comes later.
-        head = self.store.max_position()
-        while True:
-            position = self.store.tracked_position(policy.name)
-            if position >= head:
-                return recorded
+        tracked = self.store.tracked_position(policy.name)
+        position = max(tracked, self._read_to.get(policy.name, 0))
+        while position < head:
             notes = self.store.recorder.select_notifications(
                 start=position,
                 limit=self.batch,
@@ -208,13 +222,12 @@ class PolicyRunner:
                 inclusive_of_start=False,
             )
             if not notes:
-                # Nothing it follows up to the head: its position moves there, so the next
-                # pass does not read the same stretch again (a policy whose events an
-                # ordinary store never holds once rescanned the whole log on every pass).
-                # Moved only when the stretch is long: each move is a commit.
-                if head - position >= SKIP_AHEAD:
+                # Nothing it follows up to the head: remembered, so the next pass does not
+                # read the same stretch again; recorded only when the stretch is long (each
+                # record is a commit), so a new process rereads at most SKIP_AHEAD events.
+                if head - tracked >= SKIP_AHEAD:
                     self._advance(policy.name, head)
-                return recorded
+                break
             for note in notes:
                 try:
                     event = self.store.mapper.to_domain_event(note)
@@ -235,9 +248,18 @@ class PolicyRunner:
                     # position it recorded.
                     break
             else:
+                # What it followed in this batch is recorded as read (the reactions recorded
+                # their positions with them; the rest is one commit).
                 self._advance(policy.name, notes[-1].id)
+                tracked = position = notes[-1].id
                 if len(notes) < self.batch:
-                    return recorded
+                    break  # nothing more it follows up to the head
+                continue
+            tracked = position = self.store.tracked_position(policy.name)
+            self._read_to.pop(policy.name, None)
+            continue
+        self._read_to[policy.name] = max(self._read_to.get(policy.name, 0), head)
+        return recorded
 
     def _advance(self, name: str, position: int) -> None:
         if self.store.tracked_position(name) >= position:

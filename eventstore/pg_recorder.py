@@ -21,6 +21,19 @@ results (a 1.3 MB commit went through, 5.3 MB never did). Commits above
 `PIPELINED_MAX_BYTES` with a tracking record run the library's statements in the same
 transaction one after another instead.
 
+**Reads by event type.** A policy or a projection reads the log after its position for the
+few event types it follows (`select_notifications(topics=...)`). The library's table has no
+index on `topic`, so that read went through every event up to the head to find its own.
+Here the table gets an index on (topic, notification_id), created with the table (and on a
+log made before it, the first time this release opens it), and the read asks it once per
+type, for at most `limit` positions each in order, then fetches the first `limit` of them
+all: bounded by the batch, never by how far the position is behind the head. The read is a
+function of ours, `cr_select_<table>_by_topics_v1`, created with the tables, whose plan
+may use neither a bitmap scan nor a sequential scan: with a table's statistics missing or
+old (a bulk load, autovacuum off), PostgreSQL otherwise took a bitmap scan, which gathers
+every match up to the head before it sorts them (568 ms against 3.6 ms for five frequent
+types from position 0 in a log of 514k events).
+
 Selected through the library's own seam, `PROCESS_RECORDER_TOPIC` (`postgres.postgres_env`).
 """
 
@@ -29,7 +42,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+from eventsourcing.persistence import (
+    InterfaceError,
+    Notification,
+    OperationalError,
+    StoredEvent,
+)
 from eventsourcing.postgres import PostgresProcessRecorder
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
@@ -40,6 +58,10 @@ PIPELINED_MAX_BYTES: Final = 256 * 1024
 #: and the type of the stream ids (`text` as `config.store_env` sets it, or the library's
 #: default `uuid`).
 INSERT_FUNCTION: Final = "cr_insert_events_v1_{id_type}"
+#: The read by event type, per events table (its rows are the table's).
+SELECT_FUNCTION: Final = "cr_select_{table}_by_topics_v1"
+#: Above every position PostgreSQL hands out (a bigserial).
+_NO_STOP: Final = 2**63 - 1
 
 
 class LargeCommitSafeRecorder(PostgresProcessRecorder):
@@ -69,6 +91,31 @@ class LargeCommitSafeRecorder(PostgresProcessRecorder):
             lock_timeout=SQL(str(int(self.datastore.lock_timeout))),
             channel=Identifier(self.channel_name),
         )
+        self.topic_index_name = f"{self.events_table_name}_by_topic"
+        self.check_identifier_length(self.topic_index_name)
+        self.sql_create_statements.append(
+            SQL("CREATE INDEX IF NOT EXISTS {index} ON {schema}.{table} (topic, notification_id)")
+            .format(index=Identifier(self.topic_index_name), schema=schema, table=table)
+        )  # fmt: skip
+        select_function = SELECT_FUNCTION.format(table=self.events_table_name)
+        self.check_identifier_length(select_function)
+        self._create_select_function: Composed = SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.{function}("
+            "topics text[], after bigint, upto bigint, lim bigint) "
+            "RETURNS SETOF {schema}.{table} LANGUAGE sql STABLE "
+            "SET enable_bitmapscan = off SET enable_seqscan = off AS $body$ "
+            "SELECT e.* FROM ("
+            "SELECT x.n FROM unnest(topics) AS t(topic) CROSS JOIN LATERAL ("
+            "SELECT s.notification_id AS n FROM {schema}.{table} s "
+            "WHERE s.topic = t.topic AND s.notification_id > after "
+            "AND s.notification_id <= upto ORDER BY s.notification_id LIMIT lim) AS x "
+            "ORDER BY x.n LIMIT lim) AS ids "
+            "JOIN {schema}.{table} e ON e.notification_id = ids.n "
+            "ORDER BY e.notification_id $body$"
+        ).format(schema=schema, function=Identifier(select_function), table=table)
+        self._call_select_function: Composed = SQL(
+            "SELECT * FROM {schema}.{function}(%s::text[], %s, %s, %s)"
+        ).format(schema=schema, function=Identifier(select_function))
         self._call_insert_function: Composed = SQL(
             "SELECT * FROM {schema}.{function}("
             "%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])"
@@ -80,6 +127,7 @@ class LargeCommitSafeRecorder(PostgresProcessRecorder):
         # at the same instant fail with "tuple concurrently updated".)
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(self._create_insert_function, prepare=False)
+            curs.execute(self._create_select_function, prepare=False)
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -118,3 +166,48 @@ class LargeCommitSafeRecorder(PostgresProcessRecorder):
             self._insert_events(curs, stored_events, **kwargs)
             self._insert_stored_events(curs, stored_events, **kwargs)
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        if not topics:
+            return cast(
+                Sequence[Notification],
+                super().select_notifications(
+                    start, limit, stop, topics, inclusive_of_start=inclusive_of_start
+                ),
+            )
+        return cast(
+            Sequence[Notification],
+            self._select_by_topics_now(start, limit, stop, topics, inclusive_of_start),
+        )
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def _select_by_topics_now(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None,
+        topics: Sequence[str],
+        inclusive_of_start: bool,
+    ) -> Sequence[Notification]:
+        after = 0 if start is None else start - 1 if inclusive_of_start else start
+        params = (list(dict.fromkeys(topics)), after, _NO_STOP if stop is None else stop, limit)
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(self._call_select_function, params, prepare=True)
+            return [
+                Notification(
+                    id=row["notification_id"],
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in curs.fetchall()
+            ]

@@ -158,7 +158,22 @@ class EventStore(Application[str]):
 
     def construct_recorder(self) -> ProcessRecorder:
         # A process recorder: policies write their new events and their tracking position
-        # in one transaction, in the same log as everything else.
+        # in one transaction, in the same log as everything else. On SQLite, ours: the log
+        # read by event type through an index (PostgreSQL's is named by its environment,
+        # `postgres.postgres_env`).
+        if self.backend == "sqlite":
+            from eventsourcing.sqlite import SQLiteFactory
+
+            from controlroom.eventstore.sqlite_recorder import TopicIndexedSQLiteRecorder
+
+            factory = self.factory
+            if isinstance(factory, SQLiteFactory) and not factory.env.get(
+                factory.PROCESS_RECORDER_TOPIC
+            ):
+                recorder = TopicIndexedSQLiteRecorder(factory.datastore)
+                if factory.env_create_table():
+                    recorder.create_table()
+                return recorder
         return self.factory.process_recorder()
 
     @property

@@ -42,6 +42,11 @@ TRACKING = """CREATE TABLE IF NOT EXISTS projection_tracking (
     name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL)"""
 BATCH = 1000
 REBUILD_BATCH = 5000
+#: How far past its tracked position a projection may have read, finding none of its event
+#: types, before the position is written (as engine/policies.py does for policies): a pass
+#: over a log that moved by events of other types writes nothing, and a new process rereads
+#: at most this many events (through the store's index on event types).
+SKIP_AHEAD = 500
 
 
 class Recorded:
@@ -107,6 +112,10 @@ class Projections:
             p.name: tuple(EVENT_TYPES.topics_for(p.topics)) if p.topics is not None else ()
             for p in projections
         }
+        #: What this process knows of the log beyond each tracked position: (position, end)
+        #: when the events after `position` up to `end` hold none of the projection's types.
+        #: An idle pass (the head is `end`) then opens no transaction at all.
+        self._read: dict[str, tuple[int, int]] = {}
         with self.lock:
             if not self._is_prepared():
                 # Every projection's lock, and the tracking table's own for a first creation.
@@ -123,11 +132,15 @@ class Projections:
         applied = 0
         failure: Exception | None = None
         with self.lock:
+            head = self.store.max_position()
             for projection in self._projections.values():
+                if self._read.get(projection.name, (0, -1))[1] == head:
+                    continue  # read up to the head already: nothing to do, nothing to lock
                 try:
                     while True:
                         with self.conn.transaction([projection.name]):
-                            count, done = self._advance(projection, batch_size)
+                            count, done, read = self._advance(projection, batch_size)
+                        self._read[projection.name] = read  # once committed
                         applied += count
                         if done:
                             break
@@ -154,17 +167,19 @@ class Projections:
                     self._reset(projection)
                     done = False
                     while not done:
-                        count, done = self._advance(projection, REBUILD_BATCH)
+                        count, done, read = self._advance(projection, REBUILD_BATCH)
                         applied += count
+                self._read[projection.name] = read
         return applied
 
     def status(self) -> list[ProjectionStatus]:
         with self.lock:
             head = self.store.max_position()
             rows = dict(self.conn.execute("SELECT name, position FROM projection_tracking"))
+            positions = {name: self._start(name, rows.get(name, 0)) for name in self._projections}
         return [
             ProjectionStatus(
-                name=name, position=rows.get(name, 0), head=head, lag=head - rows.get(name, 0)
+                name=name, position=positions[name], head=head, lag=head - positions[name]
             )
             for name in self._projections
         ]
@@ -224,6 +239,7 @@ class Projections:
 
     def _reset(self, projection: Projection) -> None:
         """Drop the projection's tables, create them anew, and track it from position 0."""
+        self._read.pop(projection.name, None)
         for table in projection.tables:
             self.conn.execute(f'DROP TABLE IF EXISTS "{table}"')
         for statement in projection.schema:
@@ -233,35 +249,50 @@ class Projections:
             (projection.name, 0, projection.version),
         )
 
-    def _advance(self, projection: Projection, batch_size: int) -> tuple[int, bool]:
+    def _start(self, name: str, position: int) -> int:
+        """Where reading resumes after a tracked `position`: further when this process read
+        past it and found none of the projection's types (what it read was after a position
+        this one has reached, so a view reset since, below it, is read again in full)."""
+        after, end = self._read.get(name, (0, -1))
+        return max(position, end) if position >= after else position
+
+    def _advance(
+        self, projection: Projection, batch_size: int
+    ) -> tuple[int, bool, tuple[int, int]]:
         """Apply the next batch after the tracked position, inside the caller's transaction;
-        returns how many events were applied and whether the log's head was reached."""
+        returns how many events were applied, whether the log's head was reached, and what
+        the caller may remember once it committed: (the position written, how far it read)."""
+        name = projection.name
         (position,) = self.conn.execute(
-            "SELECT position FROM projection_tracking WHERE name = ?", (projection.name,)
+            "SELECT position FROM projection_tracking WHERE name = ?", (name,)
         ).fetchone()
         head = self.store.max_position()
         if position > head:
             # The log is shorter than what this view has seen: it was built from another
             # store (or the log's tail was removed). Start again from what is there.
-            log.warning("projection %s is ahead of the log: rebuilding it", projection.name)
+            log.warning("projection %s is ahead of the log: rebuilding it", name)
             self._reset(projection)
             position = 0
-        if position == head:
-            return 0, True
+        start = self._start(name, position)
+        if start >= head:
+            return 0, True, (position, head)
         notes = self.store.recorder.select_notifications(
-            start=position,
+            start=start,
             limit=batch_size,
             stop=head,
-            topics=self._topics[projection.name],
+            topics=self._topics[name],
             inclusive_of_start=False,
         )
         if notes:
             projection.apply(self.conn, [Recorded(note) for note in notes])
         done = len(notes) < batch_size
-        # At the head, the position moves past events of other topics too, so the lag of a
-        # projection that reads a few types is not the count of events it skipped.
-        self.conn.execute(
-            "UPDATE projection_tracking SET position = ? WHERE name = ?",
-            (head if done else notes[-1].id, projection.name),
-        )
-        return len(notes), done
+        end = head if done else notes[-1].id
+        if notes or end - position >= SKIP_AHEAD:
+            # At the head, the position moves past events of other topics too, so the lag of
+            # a projection that reads a few types is not the count of events it skipped. A
+            # short stretch of none of its types is only remembered (no write).
+            self.conn.execute(
+                "UPDATE projection_tracking SET position = ? WHERE name = ?", (end, name)
+            )
+            position = end
+        return len(notes), done, (position, end)

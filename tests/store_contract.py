@@ -283,6 +283,32 @@ class EventStoreContract:
         both = store.read_log(topics=[IssueOpened.topic(), IssueClosed.topic()], batch=2)
         assert [p.position for p in both] == [1, 2, 3, 4, 5]
 
+    def test_the_log_read_by_event_type_is_the_whole_log_filtered(self, store: EventStore) -> None:
+        """Reads by type (through an index on SQLite and PostgreSQL) page through the log as
+        a filter of it would: the same records, in order, whatever the start, the stop, the
+        page size and the list of types."""
+        for n in range(6):
+            store.save(opened_and_closed(f"iss_{n}") if n % 3 == 0 else opened(f"iss_{n}"))
+        head = store.max_position()
+        everything = store.recorder.select_notifications(start=None, limit=100)
+        assert len(everything) == head == 8
+        one, other = IssueClosed.topic(), IssueOpened.topic()
+        for topics in ([one], [other, one], [one, other, one], ["NoSuchType"]):
+            for start in (None, 0, 1, 2, 5, head):
+                for stop in (None, 3, head):
+                    for limit in (1, 2, 100):
+                        for inclusive in (True, False):
+                            got = store.recorder.select_notifications(
+                                start, limit, stop, topics, inclusive_of_start=inclusive
+                            )
+                            low = 0 if start is None else start + (0 if inclusive else 1)
+                            expected = [
+                                n
+                                for n in everything
+                                if n.topic in topics and low <= n.id <= (stop or head)
+                            ][:limit]
+                            assert got == expected, (topics, start, stop, limit, inclusive)
+
     def test_one_stream_reads_with_its_global_positions(self, store: EventStore) -> None:
         store.save(opened("iss_1"))
         store.save(opened_and_closed("iss_2"))

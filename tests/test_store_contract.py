@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,36 @@ class TestPostgreSQLEventStore(EventStoreContract):
             (event,) = store.stream(issue_id)
             assert isinstance(event, IssueOpened) and event.detail == chapter
         store.close()
+
+    def test_a_log_made_before_the_index_on_event_types_gets_it_when_opened(
+        self, workspace: Path
+    ) -> None:
+        import psycopg
+
+        from controlroom.eventstore.postgres import conninfo, postgres_env
+
+        env = postgres_env(self.dsn)
+        schema = env["POSTGRES_SCHEMA"]
+        store = self.open_store(workspace)
+        store.save(opened("iss_1"))
+        table = store.recorder.events_table_name  # type: ignore[attr-defined]
+        store.close()
+
+        def indexes(conn: psycopg.Connection[Any]) -> list[str]:
+            rows = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
+                (schema, table),
+            ).fetchall()
+            return [str(row[0]) for row in rows]
+
+        with psycopg.connect(conninfo(env), autocommit=True) as conn:
+            assert any("(topic, notification_id)" in i for i in indexes(conn))
+            conn.execute(f'DROP INDEX "{schema}"."{table}_by_topic"')
+            assert not any("(topic, notification_id)" in i for i in indexes(conn))
+            store = self.open_store(workspace)
+            try:
+                assert any("(topic, notification_id)" in i for i in indexes(conn))
+                found = store.recorder.select_notifications(0, 5, topics=[IssueOpened.topic()])
+                assert [n.id for n in found] == [1]
+            finally:
+                store.close()
