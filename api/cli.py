@@ -35,6 +35,7 @@ from controlroom.api.cli_exit import (
     EXIT_FAILED,
     EXIT_OUTPUT_CLOSED,
 )
+from controlroom.api.commands import Command
 from controlroom.api.faults import EXIT_STORE_FAULT, store_fault
 from controlroom.domain.errors import (
     BadInputError,
@@ -50,46 +51,6 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"controlroom: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
-
-
-def cmd_audit(ns: argparse.Namespace) -> int:
-    """Signed checkpoints of the log, and verification against one (api/audit_cli.py)."""
-    from controlroom.api.audit_cli import run_audit
-    from controlroom.api.cli_common import open_context
-
-    return run_audit(open_context(ns), ns)
-
-
-def cmd_conference(ns: argparse.Namespace) -> int:
-    """A conference round (api/conference_cli.py)."""
-    from controlroom.api.cli_common import open_context
-    from controlroom.api.conference_cli import run_conference
-
-    return run_conference(open_context(ns), ns)
-
-
-def cmd_plan(ns: argparse.Namespace) -> int:
-    """Session plans: the Chief's plan of an intent, run task by task (api/plans_cli.py)."""
-    from controlroom.api.cli_common import open_context
-    from controlroom.api.plans_cli import run_plan_command
-
-    return run_plan_command(open_context(ns), ns)
-
-
-def cmd_issues(ns: argparse.Namespace) -> int:
-    """Issues and their lifecycle (api/issues_cli.py)."""
-    from controlroom.api.cli_common import open_context
-    from controlroom.api.issues_cli import run_issues_command
-
-    return run_issues_command(open_context(ns), ns)
-
-
-def cmd_status(ns: argparse.Namespace) -> int:
-    """The pipelines' status, as STATUS.md shows it (api/status_cli.py)."""
-    from controlroom.api.cli_common import open_context
-    from controlroom.api.status_cli import run_status_command
-
-    return run_status_command(open_context(ns), ns)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,17 +78,27 @@ def build_parser() -> argparse.ArgumentParser:
     catalog_args.add_route(sub, common)
     catalog_args.add_recipes(sub, common)
     inspect_args.add_replay(sub, common)
-    audit_args.add_parser(sub, common).set_defaults(func=cmd_audit)
-    conference_args.add_parser(sub, common).set_defaults(func=cmd_conference)
-    plans_args.add_parser(sub, common).set_defaults(func=cmd_plan)
+    audit_args.add_parser(sub, common).set_defaults(
+        func=Command("controlroom.api.audit_cli", "run_audit", with_context=True)
+    )
+    conference_args.add_parser(sub, common).set_defaults(
+        func=Command("controlroom.api.conference_cli", "run_conference", with_context=True)
+    )
+    plans_args.add_parser(sub, common).set_defaults(
+        func=Command("controlroom.api.plans_cli", "run_plan_command", with_context=True)
+    )
     inspect_args.add_export(sub, common)
     serve_args.add_serve(sub, common)
     catalog_args.add_models(sub, common)
     serve_args.add_projections(sub, common)
     catalog_args.add_workspace(sub, common)
     serve_args.add_analytics(sub, common)
-    issues_args.add_parser(sub, common).set_defaults(func=cmd_issues)
-    status_args.add_parser(sub, common).set_defaults(func=cmd_status)
+    issues_args.add_parser(sub, common).set_defaults(
+        func=Command("controlroom.api.issues_cli", "run_issues_command", with_context=True)
+    )
+    status_args.add_parser(sub, common).set_defaults(
+        func=Command("controlroom.api.status_cli", "run_status_command", with_context=True)
+    )
     return parser
 
 

@@ -20,7 +20,6 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -28,19 +27,9 @@ from controlroom.api import recipe_stamp
 from controlroom.api.cli_exit import EXIT_DONE
 from controlroom.api.run_text import print_run, print_runs
 from controlroom.projections.layout import LAYOUT, RUNS_VERSION
+from controlroom.projections.runs_list import list_runs
 
 QUICK_VAR = "CONTROLROOM_QUICK_READS"
-_SUMMARY = (
-    "run_id",
-    "recipe_id",
-    "status",
-    "created_at",
-    "completed_at",
-    "description",
-    "owner",
-    "lease_expires_at",
-    "damage",
-)
 
 
 def cmd_show(ns: argparse.Namespace) -> int:
@@ -64,25 +53,11 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     if not ns.json:
         with views_at_head(Path(ns.workspace)) as views:
             if views is not None:
-                print_runs(_list_runs(views, ns.status, ns.recipe))
+                print_runs(list_runs(views, ns.status, ns.recipe))
                 return EXIT_DONE
     from controlroom.api.inspect_cli import cmd_runs as full_runs
 
     return full_runs(ns)
-
-
-def _list_runs(
-    views: sqlite3.Connection, status: str | None, recipe_id: str | None
-) -> list[dict[str, Any]]:
-    # The same rows, in the same order, as projections/runs.py's `list_runs`.
-    wanted = {"status": status, "recipe_id": recipe_id}
-    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
-    rows = views.execute(
-        f"SELECT {', '.join(_SUMMARY)} FROM runs "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at, run_id",
-        [value for value in wanted.values() if value is not None],
-    ).fetchall()
-    return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
 
 
 @contextmanager

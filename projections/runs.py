@@ -21,19 +21,10 @@ from controlroom.projections.base import Projection, Recorded
 from controlroom.projections.db import Db
 from controlroom.projections.layout import RUNS_VERSION
 from controlroom.projections.run_view import RUN_EVENT_NAMES, RunView
+from controlroom.projections.runs_list import SUMMARY
+from controlroom.projections.runs_list import list_runs as list_runs
 
-_SUMMARY = (
-    "run_id",
-    "recipe_id",
-    "status",
-    "created_at",
-    "completed_at",
-    "description",
-    "owner",
-    "lease_expires_at",
-    "damage",
-)
-_COLUMNS = (*_SUMMARY, "version", "state")
+_COLUMNS = (*SUMMARY, "version", "state")
 _IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
 
 
@@ -133,17 +124,6 @@ def load_views(conn: Db, run_ids: set[str]) -> dict[str, RunView | None]:
         ).fetchall()
         found.update((run_id, RunView.from_state(orjson.loads(state))) for run_id, state in rows)
     return found
-
-
-def list_runs(conn: Db, status: str | None, recipe_id: str | None) -> list[dict[str, Any]]:
-    wanted = {"status": status, "recipe_id": recipe_id}
-    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
-    rows = conn.execute(
-        f"SELECT {', '.join(_SUMMARY)} FROM runs "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at, run_id",
-        [value for value in wanted.values() if value is not None],
-    ).fetchall()
-    return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
 
 
 def run_status(conn: Db, run_id: str) -> str | None:
