@@ -21,7 +21,6 @@ from controlroom.api.cli_common import (
     EXIT_HUMAN_INPUT,
     EXIT_INTERRUPTED,
     EXIT_NOT_ROUTABLE,
-    EXIT_PARTIAL,
     STATUS_EXIT,
     emit_json,
     open_context,
@@ -30,7 +29,7 @@ from controlroom.api.cli_common import (
 )
 from controlroom.domain.errors import ControlRoomError, NotRoutableError, RunConflictError
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run import Run, RunStatus
+from controlroom.domain.run import Run
 from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.ports import process_owner
@@ -83,6 +82,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         return follow_to_the_end(ctx, run.id, show_progress=not ns.quiet, as_json=ns.json)
     try:
         run = event_loop.run(service.execute(run))
+        run = with_children(ctx, run)
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: {run.id} is resumable with `controlroom resume {run.id}`",
@@ -115,6 +115,7 @@ def cmd_resume(ns: argparse.Namespace) -> int:
                 printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)
                 ctx.store.observe(printer)
             run = event_loop.run(service.resume(run_id, owner=process_owner()))
+            run = with_children(ctx, run)
         except KeyboardInterrupt:
             print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
             return EXIT_INTERRUPTED
@@ -132,6 +133,22 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         code = _finish(ctx, run, ns.json)
         worst = max(worst, code)
     return worst
+
+
+def with_children(ctx: Context, run: Run) -> Run:
+    """When the run waits on child runs it started (or is the child of a tree), execute
+    the tree here until its root finishes or waits on a person."""
+    if run.awaiting.get("kind") != "child_runs" and run.origin.kind != "parent_step":
+        return run
+    from controlroom.engine.followers import Followers
+    from controlroom.engine.tree_driver import drive_tree
+    from controlroom.projections.views import Views
+
+    root = run
+    if run.origin.root_run_id and run.origin.root_run_id != run.id:
+        root = RunService(ctx).load(run.origin.root_run_id)
+    followers = Followers(ctx.store, Views.for_store(ctx.store, ctx.workspace.root))
+    return event_loop.run(drive_tree(ctx, root, followers, process_owner()))
 
 
 def resume_here(ctx: Context, run_id: str, *, quiet: bool, as_json: bool) -> int:
@@ -269,6 +286,6 @@ def _finish(ctx: Context, run: Run, as_json: bool) -> int:
         _print_run_summary(run, ctx)
     if run.awaiting.get("kind") == "person":
         return EXIT_HUMAN_INPUT
-    if run.status == RunStatus.DONE and run.outcome == EXIT_PARTIAL:
-        return EXIT_PARTIAL
+    if run.is_finished and run.outcome is not None:
+        return run.outcome  # seed 004's code: 0, 1, 2, 10, 11, 12, 20, 21
     return STATUS_EXIT.get(run.status, EXIT_FAILED)

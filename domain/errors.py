@@ -354,3 +354,18 @@ class ItemCheckFailedError(GateFailedError):
     def __init__(self, step_id: str, item: int, findings: list[str]) -> None:
         super().__init__(step_id, findings, step_id, f"item {item + 1}'s check")
         self.item = item
+
+
+class DepthExceededError(ControlRoomError):
+    """A child run would nest past the tree's depth budget (seed 004's 2 DEPTH_EXCEEDED):
+    it is not started, and the code reaches the root unchanged."""
+
+    outcome = 2
+
+    def __init__(self, step_id: str, depth: int, max_depth: int) -> None:
+        self.depth, self.max_depth = depth, max_depth
+        super().__init__(
+            f"step '{step_id}' would start a run at depth {depth}, past the depth budget "
+            f"of {max_depth} (raise it with the root's task arg max_depth or the recipe's "
+            f"max_depth)"
+        )

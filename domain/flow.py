@@ -38,7 +38,9 @@ class Performed:
 #: the token limit (`transport`), a reply that never met its contract (`contract`,
 #: STOP_HOOK), the step's own work (`performer`), a gate's verdict (`gate`), a triage that
 #: blocked it (`blocked`) or set it aside (`deferred`).
-FailureKind = Literal["transport", "contract", "performer", "gate", "blocked", "deferred"]
+FailureKind = Literal[
+    "transport", "contract", "performer", "gate", "blocked", "deferred", "child", "depth"
+]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class StepFailure:
     kind: FailureKind
     error_type: str
     error: str
+    #: Seed 004's code the failure carries up (a child run's, a depth exceeded): the run
+    #: ends with it, whatever its flow or ladder would do with a plain failure.
+    outcome: int | None = None
 
 
 @dataclass(frozen=True)

@@ -391,6 +391,11 @@ class Laddered:
         self.name = inner.name
 
     def decide(self, view: RunView) -> Decision:
+        failure = view.failure
+        if failure is not None and failure.outcome is not None:
+            # A code that travels up (seed 004's table already applied by the step, or a
+            # depth exceeded, which no layer absorbs): no ladder, no second try here.
+            return FailRun(f"step '{failure.step_id}' failed: {failure.error}", failure.outcome)
         decided = ladder_decide(view)
         if decided is not None:
             return decided

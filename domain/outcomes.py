@@ -318,6 +318,9 @@ class Waiting:
 
     reason: str
     awaiting: dict[str, JsonValue] = field(default_factory=dict)
+    #: The step's own records of what it waits for (a child run's request), recorded
+    #: with the wait, in the same commit.
+    records: tuple[EventSpec, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,9 @@ class Recipe(_Frozen):
     #: A pipeline recipe: running it again on the same target is its next iteration
     #: (`domain/iteration.py`).
     iteration: IterationSpec | None = None
+    #: How deep runs started from this recipe may nest (seed 004's depth budget); a run's
+    #: task arg `max_depth` overrides it, and children inherit their root's.
+    max_depth: int | None = Field(default=None, ge=1, le=10)
 
     def flow_name(self) -> str:
         if self.flow is None:
@@ -226,4 +229,5 @@ STEP_KINDS.on_change(_rebuild_recipe_model)
 
 # Step kinds built on the recipe's own models (a review gate's checks are DoD checks)
 # register here, so every reader of a recipe, an old run's snapshot among them, knows them.
+from controlroom.domain import child_runs as _child_runs  # noqa: E402, F401
 from controlroom.domain import gates as _gates  # noqa: E402, F401

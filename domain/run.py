@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from controlroom.domain import untrusted_json
 from controlroom.domain.aggregate import Aggregate, E
 from controlroom.domain.canonical import preview
+from controlroom.domain.child_runs import ChildRunsSettled
 from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateError
 from controlroom.domain.events import DomainEvent, JournalRecord
 from controlroom.domain.flow import (
@@ -322,6 +323,8 @@ class Run(Aggregate):
         current = self._expect_current()
         if self.waiting_on is not None:
             return
+        for event_class, fields in waiting.records:
+            self._trigger(event_class, at, **fields)
         self._trigger(
             StepWaiting,
             at,
@@ -338,6 +341,25 @@ class Run(Aggregate):
             return False
         assert self.current is not None
         self._record_outcome(at, self.current, outcome)
+        return True
+
+    def deliver_failure(
+        self, at: datetime, instance: str, error: str, outcome: int, kind: FailureKind = "child"
+    ) -> bool:
+        """A policy delivers a failure to a waiting step (its child runs ended with a code
+        that travels up): the run ends with `outcome`. Idempotent like `deliver`."""
+        if self.status != RunStatus.RUNNING or self.waiting_on != instance:
+            return False
+        self.fail_step(at, "ChildRunFailedError", error, kind, outcome=outcome)
+        return True
+
+    def record_for_waiting(self, at: datetime, instance: str, events: list[EventSpec]) -> bool:
+        """A policy's records on a step still waiting (a child run started or ended);
+        nothing when that instance waits no more."""
+        if self.status != RunStatus.RUNNING or self.waiting_on != instance:
+            return False
+        for event_class, fields in events:
+            self._trigger(event_class, at, **fields)
         return True
 
     def answer(
@@ -512,7 +534,13 @@ class Run(Aggregate):
         return index
 
     def fail_step(
-        self, at: datetime, error_type: str, error: str, kind: FailureKind = "performer"
+        self,
+        at: datetime,
+        error_type: str,
+        error: str,
+        kind: FailureKind = "performer",
+        *,
+        outcome: int | None = None,
     ) -> None:
         """A step failed. The flow decides what follows: with linear flow the run fails
         and the user decides (guarantee 6); another flow may run a step again."""
@@ -527,7 +555,9 @@ class Run(Aggregate):
             error_type=error_type,
             error=error,
         )
-        failure = StepFailure(current.index, step_id, current.instance_id, kind, error_type, error)
+        failure = StepFailure(
+            current.index, step_id, current.instance_id, kind, error_type, error, outcome
+        )
         self._start_next(at, failure)
 
     def record_dod(self, at: datetime, results: list[DodResult]) -> None:
@@ -537,10 +567,15 @@ class Run(Aggregate):
         passed = all(r.passed for r in results)
         self._trigger(DodChecked, at, passed=passed, results=results)
         deferred = deferred_slots(self.decisions)
+        partial = any(
+            settled.partial
+            for instance in self.journal
+            for settled in self.journal_of(instance, ChildRunsSettled)
+        )
         # A check over a slot a deferred step never wrote does not fail the run: the run is
         # a partial success (seed 004's 12), and the gap is the deferral's record.
         failing = [r for r in results if not r.passed and not _reads_any(r.check, deferred)]
-        if passed and not deferred:
+        if passed and not deferred and not partial:
             self._trigger(RunCompleted, at, outcome=0)
         elif not failing:
             self._trigger(RunCompleted, at, outcome=12)
@@ -554,7 +589,9 @@ class Run(Aggregate):
 
     def cancel(self, at: datetime, reason: str) -> None:
         self._check_running("cancel")
-        self._trigger(RunCancelled, at, reason=reason, step_index=self.current_step_index)
+        self._trigger(
+            RunCancelled, at, reason=reason, step_index=self.current_step_index, outcome=20
+        )
 
     # -- queries ----------------------------------------------------------------------------
 

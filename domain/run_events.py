@@ -38,6 +38,9 @@ class RunOrigin(_Value):
     parent_instance_id: str | None = None
     root_run_id: str | None = None
     depth: int = 0
+    #: The depth budget the run was given (seed 004's `--max-depth`, shared by the whole
+    #: tree); None for a root, whose budget is its task's or its recipe's.
+    max_depth: int | None = None
     #: For a policy (and a plan task, which a policy starts): its name.
     policy: str | None = None
 
@@ -422,6 +425,8 @@ class RunCancelled(DomainEvent):
     type_name: ClassVar[str] = "RunCancelled"
     reason: str
     step_index: int
+    #: Seed 004's 20 INTERRUPTED (None in runs recorded before codes were).
+    outcome: int | None = None
 
 
 class RunResumed(DomainEvent):

@@ -183,3 +183,12 @@ async def perform_iteration_context(execution: Execution, instance: StepInstance
 
 
 PERFORMERS.register("iteration_context", perform_iteration_context)
+
+
+def _register_child_run() -> None:
+    from controlroom.engine.child_run_step import perform_child_run
+
+    PERFORMERS.register("child_run", perform_child_run)
+
+
+_register_child_run()

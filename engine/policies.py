@@ -139,6 +139,7 @@ class FileConflictIssuePolicy:
 
 
 def bundled_policies() -> list[Policy]:
+    from controlroom.engine.child_policies import ChildCancelPolicy, ChildRunsPolicy
     from controlroom.engine.conference_policy import ConferenceClosePolicy
     from controlroom.engine.iterations import IterationArchivePolicy
     from controlroom.engine.ladder_policies import HumanAnswerPolicy, NeedsHumanIssuePolicy
@@ -163,6 +164,8 @@ def bundled_policies() -> list[Policy]:
         HumanAnswerPolicy(),
         IterationArchivePolicy(),
         StatusExportIssuePolicy(),
+        ChildRunsPolicy(),
+        ChildCancelPolicy(),
     ]
 
 

@@ -21,6 +21,7 @@ from controlroom.domain.dod import evaluate_dod
 from controlroom.domain.errors import (
     AgentOutputInvalidError,
     ControlRoomError,
+    DepthExceededError,
     GateFailedError,
     ModelCallError,
     PayloadTooLargeError,
@@ -54,6 +55,8 @@ def failure_kind(error: ControlRoomError) -> FailureKind:
         return "transport"  # the model server kept failing, or refused the request
     if isinstance(error, GateFailedError):
         return "gate"  # a review gate's FAIL: its message is the findings
+    if isinstance(error, DepthExceededError):
+        return "depth"
     return "performer"
 
 
@@ -183,7 +186,13 @@ class StepRunner:
             except ControlRoomError as exc:
                 # The run's flow decides what follows; linear flow halts and reports, and
                 # the user decides (guarantee 6).
-                run.fail_step(self.ctx.clock.now(), type(exc).__name__, str(exc), failure_kind(exc))
+                run.fail_step(
+                    self.ctx.clock.now(),
+                    type(exc).__name__,
+                    str(exc),
+                    failure_kind(exc),
+                    outcome=exc.outcome if isinstance(exc, DepthExceededError) else None,
+                )
                 await self._commit_step(run)
         return run
 
