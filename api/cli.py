@@ -1,17 +1,22 @@
 """`controlroom`: run recipes as durable runs, and inspect them.
 
-Exit codes: 0 done · 1 failed · 3 not routable (needs scoping) · 20 interrupted or
-cancelled (an interrupted run is resumable) · 64 bad input · 69 serve cannot listen on
-its address (port in use, not permitted) · 74 the store cannot be read or written (disk
-full, read-only, locked, unreachable; nothing recorded is lost, resume once fixed) · 75
-another process advanced the run · 141 the reader of the output went away (`| head`):
-output stops quietly, as for any tool a shell reports stopped by SIGPIPE.
+Exit codes: a run's own ending is seed 004's outcome code — 0 success · 1 failure ·
+2 depth exceeded (a child run would nest past the depth budget) · 3 waits for a person's
+answer, or the task is not routable · 10 needs refinement · 11 needs escalation · 12
+partial success · 20 interrupted or cancelled (an interrupted run is resumable) · 21 timed
+out. The command's own: 64 bad input · 69 serve cannot listen on its address (port in use,
+not permitted) · 74 the store cannot be read or written (disk full, read-only, locked,
+unreachable; nothing recorded is lost, resume once fixed) · 75 another process advanced
+the run · 141 the reader of the output went away (`| head`): output stops quietly, as for
+any tool a shell reports stopped by SIGPIPE. With --output-format json, errors are one
+JSON object on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -59,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", "-w", default=".", help="workspace folder (default: the current directory)"
     )
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument(
+        "--output-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: what --json prints on stdout, and errors as JSON on stderr (seed 004)",
+    )
     parser = _Parser(
         prog="controlroom",
         description=__doc__,
@@ -128,6 +139,19 @@ def _output_closed() -> int:
 
 def _main(argv: list[str] | None) -> int:
     ns = build_parser().parse_args(argv)
+    as_json = getattr(ns, "output_format", "text") == "json"
+    if as_json:
+        ns.json = True
+
+    def error(message: object, code: int, exc: BaseException | None = None) -> int:
+        if as_json:
+            kind = type(exc).__name__ if exc is not None else "Error"
+            report = {"error": str(message), "error_type": kind, "exit_code": code}
+            print(json.dumps(report), file=sys.stderr)
+        else:
+            print(f"controlroom: error: {message}", file=sys.stderr)
+        return code
+
     try:
         if getattr(ns, "run_id", None):
             from controlroom.api.limits import check_id
@@ -135,30 +159,26 @@ def _main(argv: list[str] | None) -> int:
             check_id(ns.run_id, "RUN_ID")
         code: int = ns.func(ns)
     except (BadInputError, RunStateError, PlanStateError) as exc:
-        print(f"controlroom: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error(exc, EXIT_BAD_INPUT, exc)
     except RunConflictError as exc:
-        print(f"controlroom: error: {exc}", file=sys.stderr)
-        return EXIT_CONFLICT
+        return error(exc, EXIT_CONFLICT, exc)
     except ControlRoomError as exc:
         fault = store_fault(exc)
-        print(f"controlroom: error: {fault or exc}", file=sys.stderr)
-        return EXIT_STORE_FAULT if fault else EXIT_FAILED
+        return error(fault or exc, EXIT_STORE_FAULT if fault else EXIT_FAILED, exc)
     except Exception as exc:
         if type(exc).__name__ == "MapperDeserialisationError":
-            print(
-                f"controlroom: error: the run's stored events cannot be read ({exc}); "
+            return error(
+                f"the run's stored events cannot be read ({exc}); "
                 "locate the damage with `controlroom replay RUN_ID --verify`",
-                file=sys.stderr,
+                EXIT_FAILED,
+                exc,
             )
-            return EXIT_FAILED
         fault = store_fault(exc)  # disk full, read-only, locked: words, not a traceback
         if fault is None:
             raise
         if os.environ.get("CONTROLROOM_DEBUG"):  # the operator asked for the whole story
             traceback.print_exc()
-        print(f"controlroom: error: {fault}", file=sys.stderr)
-        return EXIT_STORE_FAULT
+        return error(fault, EXIT_STORE_FAULT, exc)
     return code
 
 

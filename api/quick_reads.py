@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -40,13 +41,25 @@ def cmd_show(ns: argparse.Namespace) -> int:
                     "SELECT state FROM runs WHERE run_id = ?", (ns.run_id,)
                 ).fetchone()
                 if row is not None:
+                    from controlroom.projections.run_tree import tree_totals
                     from controlroom.projections.run_view import RunView
 
-                    print_run(RunView.from_state(orjson.loads(row[0])).consolidated())
+                    view = RunView.from_state(orjson.loads(row[0])).consolidated()
+                    if view.get("children"):
+                        view["tree"] = tree_totals(_states(views), ns.run_id)
+                    print_run(view)
                     return EXIT_DONE
     from controlroom.api.inspect_cli import cmd_show as full_show
 
     return full_show(ns)
+
+
+def _states(views: sqlite3.Connection) -> Callable[[str], dict[str, Any] | None]:
+    def state_of(run_id: str) -> dict[str, Any] | None:
+        row = views.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else dict(orjson.loads(row[0]))
+
+    return state_of
 
 
 def cmd_runs(ns: argparse.Namespace) -> int:

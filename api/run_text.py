@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlroom.engine.ports import owner_is_gone
+from controlroom.projections.run_tree import outcome_label
 
 
 def print_run(view: dict[str, Any]) -> None:
@@ -30,6 +31,27 @@ def print_run(view: dict[str, Any]) -> None:
             f"  {step['status']:>9}  {step['phase']}  {step.get('instance_id') or step['step_id']}"
             f" ({who}){spent} → {step['output_slot']}: {(step.get('output_preview') or '')[:70]}"
         )
+    parent = view.get("parent")
+    if parent:
+        print(
+            f"parent: {parent['run_id']} at '{parent['instance_id']}' (root "
+            f"{parent['root_run_id']}, depth {parent['depth']} of {parent.get('max_depth')})"
+        )
+    for child in view.get("children") or []:
+        ended = outcome_label(child.get("outcome")) if child.get("outcome") is not None else ""
+        again = f" attempt {child['attempt']}" if child["attempt"] > 1 else ""
+        print(
+            f"  child {child['run_id']}  {child['recipe_id']}  {child['status']} {ended}"
+            f"  ← {child['instance_id']}{again}".rstrip()
+        )
+    tree = view.get("tree")
+    if tree:
+        ends = ", ".join(f"{n} {label}" for label, n in sorted(tree["outcomes"].items()))
+        print(
+            f"tree: {tree['runs']} runs, {tree['deepest']} level(s) below, "
+            f"${tree['cost_usd']:.4f}, {tree['input_tokens']}+{tree['output_tokens']} tokens"
+            f" ({ends})"
+        )
     for rung in view.get("ladder") or []:
         print(f"  ladder {rung['kind']:<9} {rung.get('instance_id') or '-'}: {rung['reason']}")
     if view.get("cost_usd"):
@@ -45,6 +67,8 @@ def print_run(view: dict[str, Any]) -> None:
             print(f"  DoD {'✓' if r['passed'] else '✗'} {r['detail']}")
     if view.get("error"):
         print(f"error: {view['error']}")
+    if view.get("outcome") not in (None, 0):
+        print(f"outcome: {view['outcome']} {outcome_label(view['outcome'])}")
     if view.get("damage"):
         print(f"damaged: {view['damage']}")
         print(f"  locate it with `controlroom replay {view['run_id']} --verify`")

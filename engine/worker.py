@@ -82,9 +82,17 @@ class Worker:
             if run_id in self.executor.tasks:
                 continue
             run = self.ctx.store.load(Run, run_id)
-            if run is not None and (run.claimable(now) or _held_by_the_dead(run)):
+            if run is not None and (
+                run.claimable(now) or _held_by_the_dead(run) or self._ours_to_go_on(run)
+            ):
                 found.append(run_id)
         return found
+
+    def _ours_to_go_on(self, run: Run) -> bool:
+        """Held by this worker's own claim but executing nowhere here: a step it waited on
+        was delivered by another worker's policy (a child run ended there), so only this
+        worker, whose lease is live, may go on with it."""
+        return run.status == RunStatus.RUNNING and not run.is_waiting and run.owner == self.owner
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.executor.start([])

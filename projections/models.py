@@ -100,6 +100,41 @@ class PersonWait(ViewModel):
     issue_id: str | None = None
 
 
+class ParentView(ViewModel):
+    """Where a child run stands in its tree (seed 004)."""
+
+    run_id: str | None
+    instance_id: str | None
+    root_run_id: str | None
+    depth: int
+    max_depth: int | None = None
+
+
+class ChildView(ViewModel):
+    """A run this run's `child_run` step started."""
+
+    run_id: str
+    instance_id: str
+    recipe_id: str
+    index: int
+    attempt: int
+    status: str
+    started_at: str
+    outcome: int | None = None
+    ended_at: str | None = None
+
+
+class TreeTotals(ViewModel):
+    """The run and every run below it, rolled up (`projections/run_tree.py`)."""
+
+    runs: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    outcomes: dict[str, int]
+    deepest: int
+
+
 class SlotSummary(ViewModel):
     type: Literal["pointer", "artifact"]
     preview: str
@@ -162,6 +197,13 @@ class RunDetail(ViewModel):
     )
     waiting_for_person: PersonWait | None = omitted_when_none(
         "the step waits for a person's answer to this issue"
+    )
+    parent: ParentView | None = omitted_when_none("the run that started this one, as a step")
+    children: list[ChildView] | None = omitted_when_none(
+        "the runs this run's child_run steps started, in order"
+    )
+    tree: TreeTotals | None = omitted_when_none(
+        "this run and every run below it, rolled up (runs with children only)"
     )
     steps: list[StepSummary]
     cache_summary: dict[str, SlotSummary]

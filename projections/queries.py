@@ -4,6 +4,7 @@ typed view models. Neither reads a table or folds events for itself."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from controlroom.domain.errors import IssueNotFoundError, RunNotFoundError
 from controlroom.projections import issues, runs
@@ -18,6 +19,7 @@ from controlroom.projections.models import (
     StepView,
     TrailEntry,
 )
+from controlroom.projections.run_tree import tree_totals
 from controlroom.projections.run_view import RunView, one_line
 
 
@@ -32,7 +34,16 @@ class Queries:
         return [RunSummary.model_validate(row) for row in rows]
 
     def run(self, run_id: str) -> RunDetail:
-        return RunDetail.model_validate(self._view(run_id).consolidated())
+        view = self._view(run_id).consolidated()
+        tree = tree_totals(self._state_or_none, run_id) if view.get("children") else None
+        if tree is not None:
+            view["tree"] = tree
+        return RunDetail.model_validate(view)
+
+    def _state_or_none(self, run_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            view = runs.load_view(self.conn, run_id)
+        return None if view is None else view.to_state()
 
     def run_status(self, run_id: str) -> str | None:
         """The run's status, None when there is no such run: a cheap check for callers."""

@@ -133,6 +133,15 @@ class RunView:
             "routing": e.get("routing"),
             "error": None,
         }
+        origin = e.get("origin") or {}
+        if origin.get("kind") == "parent_step":
+            self.run["parent"] = {
+                "run_id": origin.get("parent_run_id"),
+                "instance_id": origin.get("parent_instance_id"),
+                "root_run_id": origin.get("root_run_id"),
+                "depth": origin.get("depth", 0),
+                "max_depth": origin.get("max_depth"),
+            }
 
     def _on_claimed(self, e: dict[str, Any], at: str) -> None:
         self.run["owner"] = e["owner"]
@@ -334,6 +343,27 @@ class RunView:
         self.run["outcome"] = 20
         self.run.pop("waiting_for_person", None)
 
+    def _on_children_requested(self, e: dict[str, Any], at: str) -> None:
+        self._step(e)["child_recipe_id"] = e["recipe_id"]
+
+    def _on_child_started(self, e: dict[str, Any], at: str) -> None:
+        self.run.setdefault("children", []).append(
+            {
+                "run_id": e["run_id"],
+                "instance_id": e["instance_id"],
+                "recipe_id": self._step(e).get("child_recipe_id", ""),
+                "index": e["index"],
+                "attempt": e["attempt"],
+                "status": "running",
+                "started_at": at,
+            }
+        )
+
+    def _on_child_ended(self, e: dict[str, Any], at: str) -> None:
+        for child in self.run.get("children", []):
+            if child["run_id"] == e["run_id"]:
+                child.update(status=e["status"], outcome=e["outcome"], ended_at=at)
+
     def _on_resumed(self, e: dict[str, Any], at: str) -> None:
         self.run["resumed"] = self.run.get("resumed", 0) + 1
 
@@ -376,7 +406,7 @@ def _unset(key: str, value: object) -> bool:
 
 
 _OPTIONAL_RUN_FIELDS = frozenset(
-    {"owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd"}
+    {"owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd", "parent", "children"}
 )
 
 
@@ -440,6 +470,9 @@ _HANDLERS: dict[str, Handler] = {
     "RunFailed": RunView._on_failed,
     "RunCancelled": RunView._on_cancelled,
     "RunResumed": RunView._on_resumed,
+    "ChildRunsRequested": RunView._on_children_requested,
+    "ChildRunStarted": RunView._on_child_started,
+    "ChildRunEnded": RunView._on_child_ended,
     "AgentReplyRejected": RunView._on_reply_rejected,
     "StopHook": RunView._on_stop_hook,
     "RunRetried": RunView._on_retried,

@@ -5,6 +5,7 @@ that travel up, partial success, cancellation down the tree, no child started tw
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -339,3 +340,95 @@ def test_the_cli_exits_with_the_trees_outcome_code(workspace: Path) -> None:
     depth = _cli(workspace, "run", "manuscript_revision", "--arg", "max_depth=1", "-q")
     assert depth.returncode == 2, depth.stderr
     assert "DEPTH_EXCEEDED" in depth.stdout + depth.stderr
+
+
+@pytest.mark.timeout(180)
+def test_show_lists_the_children_and_the_trees_totals_the_same_both_ways(
+    workspace: Path,
+) -> None:
+    ran = _cli(workspace, "run", "manuscript_revision", "-q", "--json")
+    assert ran.returncode == 12, ran.stderr  # a chapter's consistency check fails its DoD
+    root = json.loads(ran.stdout)["run_id"]
+    quick = _cli(workspace, "show", root)
+    full = subprocess.run(
+        [CLI, "show", root, "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CONTROLROOM_QUICK_READS": "0"},
+        check=False,
+    )
+    assert quick.stdout == full.stdout and quick.returncode == full.returncode == 0
+    lines = quick.stdout.splitlines()
+    children = [line for line in lines if line.strip().startswith("child ")]
+    assert len(children) == 4  # three chapters, one of them run twice
+    assert any(
+        "chapter_revision  failed FAILURE" in line and "attempt 2" in line for line in children
+    )
+    tree = next(line for line in lines if line.startswith("tree: "))
+    assert tree.startswith("tree: 17 runs, 2 level(s) below")  # 1 + 4 + 12 stages
+    assert "outcome: 12 PARTIAL_SUCCESS" in quick.stdout
+    detail = json.loads(_cli(workspace, "show", root, "--json").stdout)
+    assert detail["tree"]["runs"] == 17 and detail["tree"]["deepest"] == 2
+    child = json.loads(_cli(workspace, "show", detail["children"][0]["run_id"], "--json").stdout)
+    assert child["parent"] == {
+        "run_id": root,
+        "instance_id": "chapters",
+        "root_run_id": root,
+        "depth": 1,
+        "max_depth": 3,
+    }
+
+
+@pytest.mark.timeout(120)
+def test_a_tree_started_over_http_runs_in_the_server(workspace: Path) -> None:
+    import httpx
+
+    from tests.live import live_server, read_sse
+
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        started = client.post(
+            "/api/runs", json={"recipe_id": "chapter_revision", "args": {"scene_number": 1}}
+        )
+        assert started.status_code == 201, started.text
+        run_id = started.json()["run_id"]
+        feed = read_sse(client, f"/api/runs/{run_id}/events")
+        assert feed[-1]["event"] == "RunCompleted"
+        view = client.get(f"/api/runs/{run_id}").json()
+        assert view["outcome"] == 0
+        assert [c["recipe_id"] for c in view["children"]] == [
+            "analytical_scene_validate",
+            "analytical_consistency",
+            "analytical_prose",
+        ]
+        assert all(c["outcome"] == 0 for c in view["children"])
+        assert view["tree"]["runs"] == 4
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_runs_a_queued_tree_to_its_end(ctx: Context) -> None:
+    from controlroom.engine.worker import Worker
+
+    service = RunService(ctx)
+    root = service.start(RunRequest("chapter_revision", {"scene_number": 1}, is_recipe_id=True))
+    views = Views.for_store(ctx.store, ctx.workspace.root)
+    followers = Followers(ctx.store, views)
+
+    def unfinished() -> list[str]:
+        return [r.run_id for r in views.query.runs(status="running")]
+
+    async def work() -> None:
+        worker = Worker(ctx, unfinished, followers, concurrency=4, poll_s=0.05)
+        stop = asyncio.Event()
+
+        async def until_done() -> None:
+            while not service.load(root.id).is_finished:
+                await asyncio.sleep(0.05)
+            stop.set()
+
+        await asyncio.gather(worker.run(stop), until_done())
+
+    asyncio.run(asyncio.wait_for(work(), 100))
+    done = service.load(root.id)
+    assert (done.status, done.outcome) == (RunStatus.DONE, 0)
+    assert len(children_of(done)) == 3

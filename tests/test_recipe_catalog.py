@@ -59,7 +59,7 @@ def test_a_file_too_broken_to_name_its_recipe_blocks_running_but_not_reading(
         catalog.get("structural_canon")  # the broken file may be its override
     assert str(path) in str(caught.value)
     assert catalog.entry("structural_canon").bundled
-    assert len(catalog.entries()) == 11
+    assert len(catalog.entries()) == 13
     with pytest.raises(UnknownRecipeError):
         catalog.entry("nope")
 
