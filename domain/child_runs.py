@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue
@@ -56,6 +57,9 @@ class ChildRunStep(StepSpec):
     #: The parent's task args go to each child (under `args`): a stage sees the scope
     #: (`chapter_number`, `path`) its orchestrator was asked for.
     pass_args: bool = True
+    #: Each child's wall-clock limit in seconds (never past this run's own deadline); a
+    #: child past it ends TIMEOUT (21).
+    timeout_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
 
     def refs(self) -> Iterator[tuple[str, str]]:
         for name, value in self.args.items():
@@ -95,6 +99,8 @@ class ChildRunsRequested(JournalRecord):
     root_run_id: str
     #: The ladders of the child recipe's steps, resolved when the step asked.
     ladders: dict[str, Any] = Field(default_factory=dict)
+    #: When every child must have ended (the step's `timeout_s`, within the parent's own).
+    deadline: datetime | None = None
 
 
 class ChildRunStarted(JournalRecord):

@@ -369,3 +369,39 @@ class DepthExceededError(ControlRoomError):
             f"of {max_depth} (raise it with the root's task arg max_depth or the recipe's "
             f"max_depth)"
         )
+
+
+class RunTimedOutError(ControlRoomError):
+    """The run's deadline passed (seed 004's 21 TIMEOUT): it ends, and the code travels up."""
+
+    outcome = 21
+
+    def __init__(self, step_id: str, deadline: object) -> None:
+        super().__init__(f"the run's deadline ({deadline}) passed at step '{step_id}'")
+
+
+class TreeBudgetExceededError(ControlRoomError):
+    """A run tree spent its budget (the root's `budget_usd` / `budget_tokens`): no further
+    model call is made, and the run ends NEEDS_ESCALATION (11), which travels up."""
+
+    outcome = 11
+
+    def __init__(self, root_run_id: str, spent: str) -> None:
+        super().__init__(
+            f"the budget of run tree {root_run_id} is spent ({spent}); no further model call "
+            f"is made (raise the root's budget_usd / budget_tokens and retry)"
+        )
+
+
+class NeedsRefinementError(ControlRoomError):
+    """A verification loop ended with blocking findings left (seed 004's 10
+    NEEDS_REFINEMENT): no improvement, or its cycles spent."""
+
+    outcome = 10
+
+    def __init__(self, step_id: str, reason: str, findings: list[str]) -> None:
+        self.findings = findings
+        listed = "; ".join(findings[:5])
+        super().__init__(
+            f"step '{step_id}' needs refinement: {reason}" + (f" ({listed})" if listed else "")
+        )

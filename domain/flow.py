@@ -39,7 +39,17 @@ class Performed:
 #: STOP_HOOK), the step's own work (`performer`), a gate's verdict (`gate`), a triage that
 #: blocked it (`blocked`) or set it aside (`deferred`).
 FailureKind = Literal[
-    "transport", "contract", "performer", "gate", "blocked", "deferred", "child", "depth"
+    "transport",
+    "contract",
+    "performer",
+    "gate",
+    "blocked",
+    "deferred",
+    "child",
+    "depth",
+    "timeout",
+    "budget",
+    "refinement",
 ]
 
 

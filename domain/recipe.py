@@ -103,9 +103,11 @@ def _phase_entry(phase: Phase) -> Any:
     union: Any = Union
     annotated: Any = Annotated
     as_any: Any = SerializeAsAny
+    # In the kinds' name order, not their registration order (which follows whichever
+    # module was imported first): the committed schema is the same from every entry point.
+    kinds = sorted(STEP_KINDS.classes(), key=lambda cls: str(cls.model_fields["kind"].default))
     members = tuple(
-        annotated[cls, Tag(f"kind={cls.model_fields['kind'].default}")]
-        for cls in STEP_KINDS.classes()
+        annotated[cls, Tag(f"kind={cls.model_fields['kind'].default}")] for cls in kinds
     )
     return as_any[annotated[union[members], Discriminator(kind_of(phase))]]
 
@@ -162,6 +164,8 @@ class Recipe(_Frozen):
 
     def agent_archetypes(self) -> set[str]:
         roles = {s.agent_archetype for s in self.steps if isinstance(s, AgentStep)}
+        # Kinds with agents of their own (a verify loop's verifier and fixer) name them.
+        roles |= {r for s in self.steps if hasattr(s, "roles") for r in s.roles()}
         # A loop's per-item checker is a role of the recipe too.
         checks = (getattr(s, "item_check", None) for s in self.steps)
         return roles | {c.agent_archetype for c in checks if c is not None}
@@ -231,3 +235,4 @@ STEP_KINDS.on_change(_rebuild_recipe_model)
 # register here, so every reader of a recipe, an old run's snapshot among them, knows them.
 from controlroom.domain import child_runs as _child_runs  # noqa: E402, F401
 from controlroom.domain import gates as _gates  # noqa: E402, F401
+from controlroom.domain import sentinel as _sentinel  # noqa: E402, F401

@@ -81,6 +81,7 @@ from controlroom.domain.run_events import (
     StopHook,
     TaskSpec,
 )
+from controlroom.domain.spend import NOTHING, spend_of
 from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
 from controlroom.domain.texts import split_body
 
@@ -185,6 +186,8 @@ class Run(Aggregate):
         self.triage_verdicts: list[str] = []
         #: Seed 004's outcome code once the run has ended.
         self.outcome: int | None = None
+        #: What the run's model replies cost, rejected ones included (`domain/spend.py`).
+        self.spent = NOTHING
         #: Texts the pending request events refer to by hash (domain/texts.py): the store
         #: writes them once, before the commit that refers to them (`take_texts`).
         self.pending_texts: dict[str, str] = {}
@@ -761,6 +764,9 @@ class Run(Aggregate):
     # -- evolution --------------------------------------------------------------------------
 
     def apply(self, event: DomainEvent) -> None:
+        spent = spend_of(event)
+        if spent is not NOTHING:
+            self.spent = self.spent + spent
         handler = _APPLIERS.get(type(event))
         if handler is not None:
             handler(self, event)

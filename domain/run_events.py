@@ -41,6 +41,9 @@ class RunOrigin(_Value):
     #: The depth budget the run was given (seed 004's `--max-depth`, shared by the whole
     #: tree); None for a root, whose budget is its task's or its recipe's.
     max_depth: int | None = None
+    #: When the run must have ended (seed 004's timeout): a child's never outlasts its
+    #: parent's; past it, the run ends TIMEOUT (21). None: no limit.
+    deadline: datetime | None = None
     #: For a policy (and a plan task, which a policy starts): its name.
     policy: str | None = None
 

@@ -12,6 +12,7 @@ position commit in one transaction, so a crash never starts a child twice or for
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 from controlroom.domain.child_runs import (
@@ -36,6 +37,7 @@ from controlroom.domain.run_events import (
     TaskSpec,
 )
 from controlroom.engine.policies import Unit
+from controlroom.eventstore.store import EventStore
 
 TERMINAL = frozenset({RunCompleted.type_name, RunFailed.type_name, RunCancelled.type_name})
 
@@ -171,6 +173,7 @@ class ChildRunsPolicy:
                 root_run_id=requested.root_run_id,
                 depth=requested.depth,
                 max_depth=requested.max_depth,
+                deadline=requested.deadline,
                 policy=self.name,
             ),
             ladders={name: Ladder.model_validate(data) for name, data in requested.ladders.items()},
@@ -222,3 +225,19 @@ def files_below(run: Run) -> list[str]:
             if isinstance(value, dict) and isinstance(value.get("files"), list):
                 files.update(str(f) for f in value["files"])
     return sorted(files)
+
+
+def tree_runs(store: EventStore, root: Run) -> Iterator[Run]:
+    """The root and every run below it, parents before their children."""
+    queue = [root]
+    seen = {root.id}
+    while queue:
+        run = queue.pop(0)
+        yield run
+        for child_id in children_of(run):
+            if child_id in seen:
+                continue
+            seen.add(child_id)
+            child = store.load(Run, child_id)
+            if child is not None:
+                queue.append(child)

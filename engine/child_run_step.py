@@ -9,6 +9,7 @@ commit); the children are started by a tracked policy (`engine/child_policies.py
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
@@ -106,11 +107,21 @@ async def perform_child_run(execution: Execution, instance: StepInstance) -> Wai
         },
     }
     count = len(children)
+    request["deadline"] = child_deadline(execution, step)
     return Waiting(
         reason=f"{count} run(s) of {recipe.recipe_id} at depth {depth} of {budget}",
         awaiting={"kind": "child_runs", "recipe_id": recipe.recipe_id, "count": count},
         records=((ChildRunsRequested, request),),
     )
+
+
+def child_deadline(execution: Execution, step: ChildRunStep) -> datetime | None:
+    """The children's deadline: the step's limit from now, never past the parent's own."""
+    limits = [execution.run.origin.deadline]
+    if step.timeout_s is not None:
+        limits.append(execution.ctx.clock.now() + timedelta(seconds=step.timeout_s))
+    known = [limit for limit in limits if limit is not None]
+    return min(known) if known else None
 
 
 def _value(value: object, context: dict[str, Any], slots: dict[str, Any]) -> JsonValue:

@@ -17,6 +17,7 @@ from controlroom.domain.outcomes import AttemptFailure, AttemptReport, RecordedR
 from controlroom.domain.run_events import TokenUsage
 from controlroom.domain.steps import AgentStep
 from controlroom.engine.context import Context
+from controlroom.engine.tree_budget import check_before_model_call
 from controlroom.models.agents import AgentProfile
 from controlroom.models.config import Price, ProviderConfig
 from controlroom.models.port import (
@@ -136,6 +137,9 @@ class Retrying:
             request = replace(request, max_reply_chars=self.max_reply_chars)
         tries = 0
         while True:
+            # A tree's budget is checked before every call, retries included: a call over
+            # it is never made (engine/tree_budget.py).
+            check_before_model_call()
             self.attempt += 1
             tries += 1
             sent = recorded(self.client, request, body_of(self.client, request))

@@ -192,3 +192,12 @@ def _register_child_run() -> None:
 
 
 _register_child_run()
+
+
+def _register_verify_loop() -> None:
+    from controlroom.engine.sentinel_step import perform_verify_loop
+
+    PERFORMERS.register("verify_loop", perform_verify_loop)
+
+
+_register_verify_loop()

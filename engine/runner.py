@@ -24,11 +24,14 @@ from controlroom.domain.errors import (
     DepthExceededError,
     GateFailedError,
     ModelCallError,
+    NeedsRefinementError,
     PayloadTooLargeError,
     RunConflictError,
+    RunTimedOutError,
     StepCrashedError,
     StepDeferredError,
     StoreUnavailableError,
+    TreeBudgetExceededError,
     TriageBlockedError,
     WorkspaceError,
 )
@@ -40,7 +43,16 @@ from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook, ignore_partial
 from controlroom.engine.performers import PERFORMERS, Execution, Performer, Performers
 from controlroom.engine.phase_a_order import PhaseATurn
+from controlroom.engine.tree_budget import guarding
 from controlroom.eventstore.store import IntegrityError
+
+#: Failures that end the run with seed 004's code of their own, whatever its flow or ladder.
+CARRIES_OUTCOME = (
+    DepthExceededError,
+    RunTimedOutError,
+    TreeBudgetExceededError,
+    NeedsRefinementError,
+)
 
 
 def failure_kind(error: ControlRoomError) -> FailureKind:
@@ -57,6 +69,12 @@ def failure_kind(error: ControlRoomError) -> FailureKind:
         return "gate"  # a review gate's FAIL: its message is the findings
     if isinstance(error, DepthExceededError):
         return "depth"
+    if isinstance(error, RunTimedOutError):
+        return "timeout"
+    if isinstance(error, TreeBudgetExceededError):
+        return "budget"
+    if isinstance(error, NeedsRefinementError):
+        return "refinement"
     return "performer"
 
 
@@ -143,7 +161,8 @@ class StepRunner:
         )
         execution.journal = lambda records: self._journal(execution.run, records)
         try:
-            return await self._steps(run, execution)
+            with guarding(self.ctx.store, run):
+                return await self._steps(run, execution)
         finally:
             if self.phase_a is not None:
                 self.phase_a.give_up()
@@ -191,7 +210,7 @@ class StepRunner:
                     type(exc).__name__,
                     str(exc),
                     failure_kind(exc),
-                    outcome=exc.outcome if isinstance(exc, DepthExceededError) else None,
+                    outcome=exc.outcome if isinstance(exc, CARRIES_OUTCOME) else None,
                 )
                 await self._commit_step(run)
         return run
@@ -202,8 +221,18 @@ class StepRunner:
         """The step's work. A phase A step that runs long (a tool crunching a manuscript)
         lets the next run through meanwhile: the order is for short work, not a queue
         behind one slow run."""
+        deadline = execution.run.origin.deadline
         try:
-            return await self._perform_in_turn(performer, execution, current)
+            if deadline is None:
+                return await self._perform_in_turn(performer, execution, current)
+            left = (deadline - self.ctx.clock.now()).total_seconds()
+            if left <= 0:
+                raise RunTimedOutError(current.step.step_id, deadline)
+            try:
+                async with asyncio.timeout(left):
+                    return await self._perform_in_turn(performer, execution, current)
+            except TimeoutError:
+                raise RunTimedOutError(current.step.step_id, deadline) from None
         except ControlRoomError:
             raise
         except Exception as exc:

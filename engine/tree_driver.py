@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 
 from controlroom.domain.errors import ClaimLostError, ControlRoomError, RunClaimedError
 from controlroom.domain.run import Run, RunStatus
-from controlroom.engine.child_policies import children_of
+from controlroom.engine.child_policies import tree_runs
 from controlroom.engine.context import Context
 from controlroom.engine.followers import CatchesUp
 from controlroom.engine.hooks import PartialHook
@@ -31,24 +30,8 @@ POLL_S = 0.5
 MAX_TAKE_UPS = 50
 
 
-def tree_runs(ctx: Context, root: Run) -> Iterator[Run]:
-    """The root and every run below it, parents before their children."""
-    queue = [root]
-    seen = {root.id}
-    while queue:
-        run = queue.pop(0)
-        yield run
-        for child_id in children_of(run):
-            if child_id in seen:
-                continue
-            seen.add(child_id)
-            child = ctx.store.load(Run, child_id)
-            if child is not None:
-                queue.append(child)
-
-
 def _listed(ctx: Context, root: Run) -> list[Run]:
-    return list(tree_runs(ctx, root))
+    return list(tree_runs(ctx.store, root))
 
 
 async def drive_tree(

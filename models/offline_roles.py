@@ -641,6 +641,36 @@ def evaluate_outline(task: str, inputs: Inputs) -> str:
     )
 
 
+def apply_fix_list(task: str, inputs: Inputs) -> str:
+    """The text with each canon conflict of the fix list mended: in the sentence the
+    finding quotes, the value found becomes the card's (whole words, case kept)."""
+    shown = dict(inputs)
+    text = shown.get("text") or (inputs[0][1] if inputs else "")
+    try:
+        fix_list = json.loads(shown.get("fix_list") or "{}")
+    except ValueError:
+        return text
+    report = fix_list.get("report") if isinstance(fix_list, dict) else None
+    conflicts = report.get("conflicts") if isinstance(report, dict) else None
+    for conflict in conflicts if isinstance(conflicts, list) else []:
+        if not isinstance(conflict, dict):
+            continue
+        found, canon = str(conflict.get("found") or ""), str(conflict.get("canon_value") or "")
+        if not found or not canon or found == canon:
+            continue
+        word = re.compile(rf"\b{re.escape(found)}\b", re.IGNORECASE)
+
+        def mend(match: re.Match[str], canon: str = canon) -> str:
+            return canon.capitalize() if match.group(0)[:1].isupper() else canon
+
+        sentence = str(conflict.get("sentence") or "")
+        if sentence and sentence in text:
+            text = text.replace(sentence, word.sub(mend, sentence))
+        else:
+            text = word.sub(mend, text)
+    return text
+
+
 #: Prompt types whose handler writes or edits scene prose, answered with one canon detail
 #: wrong (the `contradict_canon` fault); `draft_foreshadowing` writes inserts that state no
 #: canon attribute, so it has none to get wrong.
@@ -672,6 +702,7 @@ HANDLERS: dict[str, Callable[[str, Inputs], str]] = {
     "update_canon": update_canon,
     "restructure_outline": restructure_outline,
     "evaluate_outline": evaluate_outline,
+    "apply_fix_list": apply_fix_list,
 }
 
 __all__ = ["HANDLERS", "Fact", "sentences"]

@@ -31,13 +31,14 @@ from controlroom.domain.outcome_codes import (
     settled,
 )
 from controlroom.domain.run import Run, RunStatus
-from controlroom.engine.child_policies import ChildRunsPolicy, children_of
+from controlroom.engine.child_policies import ChildRunsPolicy, children_of, tree_runs
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
 from controlroom.engine.policies import Unit
 from controlroom.engine.service import RunRequest, RunService
-from controlroom.engine.tree_driver import drive_tree, tree_runs
+from controlroom.engine.tree_driver import drive_tree
 from controlroom.projections.views import Views
+from tests.conftest import write_override
 
 CLI = str(Path(sys.executable).with_name("controlroom"))
 
@@ -252,7 +253,7 @@ def test_a_grandchild_past_the_depth_budget_ends_every_layer_depth_exceeded(
 ) -> None:
     root = _drive(ctx, "manuscript_revision", max_depth=1)
     assert (root.status, root.outcome) == (RunStatus.FAILED, 2)
-    tree = list(tree_runs(ctx, root))
+    tree = list(tree_runs(ctx.store, root))
     orchestrators = [r for r in tree if r.origin.depth == 1]
     assert orchestrators and all(r.outcome == 2 for r in orchestrators)
     # Not retried (never absorbed), no chapter started after the first depth came back
@@ -432,3 +433,68 @@ def test_a_worker_runs_a_queued_tree_to_its_end(ctx: Context) -> None:
     done = service.load(root.id)
     assert (done.status, done.outcome) == (RunStatus.DONE, 0)
     assert len(children_of(done)) == 3
+
+
+class _LaterClock:
+    """The system's time, moved on by `ahead` seconds once asked to."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def now(self) -> Any:
+        from datetime import UTC, datetime, timedelta
+
+        return datetime.now(UTC) + timedelta(seconds=self.ahead)
+
+
+def test_a_child_past_its_deadline_ends_timeout_and_the_code_travels_up(
+    workspace: Path,
+) -> None:
+    steps = [
+        {
+            "kind": "child_run",
+            "step_id": "stage",
+            "recipe": "analytical_prose",
+            "timeout_s": 60,
+            "output_slot": "stage",
+        }
+    ]
+    write_override(
+        workspace, "tree_test.json", json.dumps({"recipe_id": "tree_test", "phase_b": steps})
+    )
+    ctx = Context.open(workspace)
+    try:
+        clock = _LaterClock()
+        ctx.clock = clock  # type: ignore[misc]
+        service = RunService(ctx)
+        root = service.start(RunRequest("tree_test", {}, is_recipe_id=True), owner="o")
+        root = asyncio.run(service.execute(root))
+        followers = Followers(ctx.store, Views.for_store(ctx.store, ctx.workspace.root))
+        followers.catch_up()  # the child is started, with a deadline a minute from now
+        (child_id,) = children_of(service.load(root.id))
+        child = service.load(child_id)
+        assert child.origin.deadline is not None
+        clock.ahead = 120  # two minutes later, before the child has done anything
+        root = asyncio.run(drive_tree(ctx, service.load(root.id), followers, "o"))
+        child = service.load(child_id)
+        assert (child.status, child.outcome) == (RunStatus.FAILED, 21)
+        assert "deadline" in (child.error or "")
+        assert (root.status, root.outcome) == (RunStatus.FAILED, 21)
+    finally:
+        ctx.close()
+
+
+def test_a_tree_over_its_budget_stops_before_the_next_model_call(ctx: Context) -> None:
+    from controlroom.domain.run_events import AgentResponded
+    from controlroom.engine.tree_budget import tree_spend
+
+    root = _drive(ctx, "chapter_revision", scene_number=1, budget_tokens=1)
+    assert (root.status, root.outcome) == (RunStatus.FAILED, 11)
+    assert "budget of run tree" in (root.error or "")
+    tree = list(tree_runs(ctx.store, root))
+    replies = [e for r in tree for e in ctx.store.stream(r.id) if isinstance(e, AgentResponded)]
+    # The first call spent the budget; none was made after it (tree-wide, across runs).
+    assert len(replies) == 1
+    assert tree_spend(ctx.store, root, root).tokens > 1
+    stopped = next(r for r in tree if r.outcome == 11 and r.id != root.id)
+    assert stopped.recipe is not None and stopped.recipe.recipe_id == "analytical_scene_validate"

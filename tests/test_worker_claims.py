@@ -48,7 +48,8 @@ def test_a_run_held_by_a_process_of_this_host_that_is_gone_is_taken_at_once(
     gone.wait()
     here = socket.gethostname()
     dead = service.start(RunRequest("prose review", {}), f"{here}:{gone.pid}").id
-    alive = service.start(RunRequest("prose review", {}), f"{here}:{os.getpid()}").id
+    # Another live process of this host (this one's parent): its claim holds.
+    alive = service.start(RunRequest("prose review", {}), f"{here}:{os.getppid()}").id
     elsewhere = service.start(RunRequest("prose review", {}), f"otherhost:{gone.pid}").id
     worker = Worker(ctx, lambda: [dead, alive, elsewhere], Followers(ctx.store))
     assert worker.claimable() == [dead]
