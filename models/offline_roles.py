@@ -571,6 +571,24 @@ def find_canon_gaps(task: str, inputs: Inputs) -> str:
     attributes: dict[str, set[str]] = {}
     for fact in facts:
         attributes.setdefault(fact.entity, set()).add(fact.attribute)
+    read = [m.groupdict() for m in _READ_FACT.finditer(text)]
+    # What the scenes state is proposed with its value, never asked for as "missing".
+    for row in read:
+        attributes.setdefault(row["entity"], set()).add(row["attribute"])
+    proposed = [
+        {
+            "entity": row["entity"],
+            "attribute": row["attribute"],
+            "value": row["value"],
+            "where": row["where"],
+        }
+        for row in read
+        if row["new"]
+    ]
+    new_cards = [
+        {"name": m["name"], "mentions": int(m["mentions"]), "where": m["where"]}
+        for m in _UNCARDED.finditer(text)
+    ]
     gaps = []
     for kind in sorted(set(kinds.values())):
         members = [e for e, k in kinds.items() if k == kind]
@@ -584,12 +602,43 @@ def find_canon_gaps(task: str, inputs: Inputs) -> str:
             if missing:
                 gaps.append({"entity": entity, "missing": missing})
     conflicts = _marked(inputs)
-    return _dumps({"gaps": gaps, "conflicts": conflicts, "pass": not gaps and not conflicts})
+    return _dumps(
+        {
+            "gaps": gaps,
+            "conflicts": conflicts,
+            "pass": not (gaps or conflicts or proposed or new_cards),
+            "proposed": proposed,
+            "new_cards": new_cards,
+        }
+    )
+
+
+#: `canon_checker`'s digest: "+ Kael: eyes = grey (2 statement(s), first at ch1.md:4; not
+#: on the card)" and "+ card: Miss Gryce (3 mention(s), first at ch10.md:122)".
+_READ_FACT = re.compile(
+    r"^\+ (?P<entity>(?!card: )[^:\n]+): (?P<attribute>[a-z ]+) = (?P<value>.+?) "
+    r"\(\d+ statement\(s\), first at (?P<where>[^;)]+)(?P<new>; not on the card)?\)$",
+    re.MULTILINE,
+)
+_UNCARDED = re.compile(
+    r"^\+ card: (?P<name>.+?) \((?P<mentions>\d+) mention\(s\), first at (?P<where>[^)]+)\)$",
+    re.MULTILINE,
+)
 
 
 def update_canon(task: str, inputs: Inputs) -> str:
     report = _json_of(inputs)
     lines = ["## Canon updates"]
+    for fact in report.get("proposed", []):
+        lines.append(
+            f"- {fact['entity']}: add {fact['attribute']} = {fact['value']} "
+            f"(read in the scenes, first at {fact['where']})."
+        )
+    for card in report.get("new_cards", []):
+        lines.append(
+            f"- New card: {card['name']} (named {card['mentions']} times, first at "
+            f"{card['where']}); no card holds this person yet."
+        )
     for gap in report.get("gaps", []):
         lines.append(
             f"- {gap['entity']}: add {', '.join(gap['missing'])} "

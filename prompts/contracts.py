@@ -69,12 +69,33 @@ class CanonGap(_Contract):
     missing: list[str]
 
 
+class ProposedFact(_Contract):
+    """A fact the scenes state that the entity's card does not hold yet."""
+
+    entity: str
+    attribute: str
+    value: str
+    where: str = ""
+
+
+class ProposedCard(_Contract):
+    """Someone the scenes name often who has no card."""
+
+    name: str
+    mentions: int = Field(ge=0)
+    where: str = ""
+
+
 class CanonGaps(_Contract):
     """`find_canon_gaps`: read as data by `update_canon`."""
 
     gaps: list[CanonGap]
     conflicts: list[str]
     pass_: bool = Field(alias="pass")
+    #: Facts read in the scenes, proposed for the cards (never listed as missing).
+    proposed: list[ProposedFact] = Field(default_factory=list)
+    #: Cards to create for people the scenes name without one.
+    new_cards: list[ProposedCard] = Field(default_factory=list)
 
 
 class Verdict(_Contract):

@@ -90,8 +90,10 @@ def test_facts_in_the_cards_own_words_agree_with_their_variants() -> None:
 
 
 def test_a_contradiction_carries_the_exact_quote_and_the_line_it_is_on() -> None:
+    text = "Dorian Gray turned to the painter,\nwhose hair was black, and\nsmiled.\n"
+    assert conflicts(text, DORIAN_CARD) == []  # "whose" is the painter's: nobody on a card
     text = "The painter turned to Dorian Gray,\nwhose hair was black, and\nsmiled.\n"
-    assert conflicts(text, DORIAN_CARD) == []  # "whose": nobody is pinned by guesswork
+    assert conflicts(text, DORIAN_CARD) == ["2:Dorian Gray:black:whose hair was black"]
     text = "Dorian Gray turned. His hair\nwas black as night.\n"
     assert conflicts(text, DORIAN_CARD) == ["2:Dorian Gray:black:His hair was black"]
 
@@ -132,8 +134,9 @@ def test_the_unmodified_novel_gives_no_false_contradictions() -> None:
     ).output
     conflicts_found = [f for f in out["findings"] if f["type"] == "canon_conflict"]
     assert conflicts_found == []
-    # The one name finding is real: the Gutenberg text spells her "Sybil’s" once.
-    assert [(f["found"], f["line"]) for f in out["findings"]] == [("Sybil", 407)]
+    # The name findings are real: the Gutenberg text spells her "Sybil" twice, once
+    # opening a sentence ("Sybil rushed to her").
+    assert [(f["found"], f["line"]) for f in out["findings"]] == [("Sybil", 66), ("Sybil", 407)]
 
 
 def test_chapters_in_story_chapters_are_found_in_number_order() -> None:

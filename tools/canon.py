@@ -154,7 +154,15 @@ def parse_card(path: str, text: str) -> CanonCard:
     lines.pop("aliases", None)
     kind = attributes.pop("type", "").lower() or _kind_from_path(path)
     lines.pop("type", None)
-    return CanonCard(path, name.strip(), kind, aliases, attributes, lines)
+    return CanonCard(path, _cased(name.strip()), kind, aliases, attributes, lines)
+
+
+def _cased(name: str) -> str:
+    """A title written in capitals ("COUNT DRACULA", a setext heading) is the name as the
+    text writes it: "Count Dracula". Mixed case is kept as the writer spelled it."""
+    if not name.isupper():
+        return name
+    return " ".join(w[:1] + w[1:].lower() for w in name.split())
 
 
 @dataclass(frozen=True)
@@ -220,7 +228,9 @@ class Cast:
             at_start = match.start() <= lead
             if at_start and " " not in name and name.lower() in _EVERYDAY:
                 continue
-            found.append((match.start(), match.end(), self.owner[name]))
+            entity = canonical_name(self.owner, name)
+            if entity is not None:
+                found.append((match.start(), match.end(), entity))
         return found
 
     def name_tokens(self) -> set[str]:
@@ -253,30 +263,43 @@ def build_cast(cards: Sequence[CanonCard]) -> Cast:
             if len(alias_core) > 1 and card.kind == "character":
                 candidates.append(alias_core[0])
         for candidate in candidates:
-            if len(candidate) >= 3:
+            # Only a capitalised word stands for someone alone: an alias "the black tower"
+            # is matched as the whole phrase, never as every "black" in the book.
+            if len(candidate) >= 3 and candidate[:1].isupper():
                 derived.setdefault(candidate, set()).add(card.name)
     owner = dict(explicit)
     for name, owners in derived.items():
         if name not in owner and len(owners) == 1:
             owner[name] = next(iter(owners))
     genders = {card.name: card.gender for card in cards}
+    return Cast(owner, genders, _names_pattern(owner))
+
+
+def _names_pattern(owner: dict[str, str]) -> re.Pattern[str] | None:
+    """One pattern for every name, longest first; a phrase matches only whole ("the black
+    tower"), its words separated by any run of spaces, and "the Count" also opens a
+    sentence as "The Count"."""
     names = sorted(owner, key=len, reverse=True)
-    pattern = (
-        re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
-        if names
-        else None
-    )
-    return Cast(owner, genders, pattern)
+    if not names:
+        return None
+    return re.compile(r"(?<![\w-])(?:" + "|".join(_name_pattern(n) for n in names) + r")(?![\w-])")
+
+
+def _name_pattern(name: str) -> str:
+    words = [re.escape(w) for w in name.split()]
+    if words and words[0] == "the":
+        words[0] = "[Tt]he"
+    return r"\s+".join(words)
+
+
+def canonical_name(owner: dict[str, str], found: str) -> str | None:
+    """The entity a matched name stands for, however its spaces and leading "The" run."""
+    name = " ".join(found.split())
+    return owner.get(name) or owner.get("the" + name[3:] if name.startswith("The ") else name)
 
 
 def cast_from_names(entity_names: dict[str, Sequence[str]]) -> Cast:
     """A cast from entity -> names, for callers that hold names without cards."""
     counts = Counter(n for ns in entity_names.values() for n in set(ns))
     owner = {n: e for e, ns in entity_names.items() for n in ns if counts[n] == 1 or n == e}
-    names = sorted(owner, key=len, reverse=True)
-    pattern = (
-        re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
-        if names
-        else None
-    )
-    return Cast(owner, dict.fromkeys(entity_names), pattern)
+    return Cast(owner, dict.fromkeys(entity_names), _names_pattern(owner))

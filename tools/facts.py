@@ -1,11 +1,17 @@
 """Checking canon facts against the text: who a description belongs to, and what it says.
 
 Precision before recall. A value counts only where it describes its noun ("his green eyes",
-"her hair was gold", "Basil was tall"), never where a colour word merely stands nearby ("his
-eye fell on the yellow book") or belongs to a name ("Dorian Gray"). A description is pinned
-on someone only through a possessive name ("Kael's eyes"), "the eyes of Kael", a subject in
-the same clause, or a pronoun whose one candidate is named in the same paragraph, at most two
-sentences back; in dialogue only the first two count.
+"her hair was gold", "her hair nearly black", "Basil was tall"), never where a colour word
+merely stands nearby ("his eye fell on the yellow book") or belongs to a name ("Dorian
+Gray"). A description is pinned on someone only through a possessive name ("Kael's eyes"),
+"the eyes of Kael", a subject in the same clause, or a pronoun with one candidate: "he",
+"she", "his", "her" a person named in the same paragraph, at most four sentences back (in
+speech, named in that speech); "I", "my" the narrator, or in speech its one speaker; "you",
+"your" in speech the one person it addresses (`voices.py`). Negation narrows height and
+handedness ("not tall": middle height or short) and silences colours ("not blue"); wishes,
+comparisons and conditions ("I desired to be tall", "as tall as I am", "would be tall")
+state nothing. "small", "little" and "middle" are heights only where nothing else can be
+meant ("I was very little", "of middle height").
 """
 
 from __future__ import annotations
@@ -18,25 +24,58 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controlroom.tools.canon import Cast, Fact, Gender
-from controlroom.tools.text import Document, inside, quoted_spans, read_document
-from controlroom.tools.vocabulary import KINDS, PREDICATE_WORDS, FactKind, checkability
+from controlroom.tools.text import Document, inside, read_document
+from controlroom.tools.vocabulary import (
+    KINDS,
+    NEGATIONS,
+    PREDICATE_WORDS,
+    STATURE_NOUNS,
+    WEAK_HEIGHT_WORDS,
+    FactKind,
+    checkability,
+)
+from controlroom.tools.voices import FIRST_PERSON, SECOND_PERSON, Voices, sections, voices_of
 
 _WORD = re.compile(r"[A-Za-z]+(?:[-'’][A-Za-z]+)*")
-_CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]")
-_COPULAS = frozenset("was were is are seemed looked grew turned became appeared stood".split())
+_CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]|--")
+_COPULAS = frozenset(
+    "was were is are am be been seemed seems looked looks grew grown turned became become "
+    "appeared appears stood remained".split()
+)
+#: A subject and its verb in one word: "You're not grown so very tall".
+_SUBJECT_COPULAS = frozenset("i'm you're he's she's we're they're".split())
 _ADVERBS = frozenset(
-    "very quite rather so too still almost now always extremely remarkably unusually singularly "
-    "strangely wonderfully somewhat a an of the deepest deep palest bright clear".split()
+    "very quite rather so too still almost nearly now always extremely remarkably unusually "
+    "singularly strangely wonderfully somewhat a an of the deepest deep palest bright clear "
+    "all but".split()
 )
 _SHADES = frozenset("dark light pale deep bright".split())
-_NEGATIONS = frozenset("not never no nor".split())
+_NEGATIONS = NEGATIONS
+#: Wishes, conditions and comparisons: what follows is not said to be so.
+_HEDGES = frozenset(
+    "desired wished wish wishes wanted want wants hoped hope longed would could might "
+    "should if unless whether as than".split()
+)
 _POSSESSIVES: dict[str, Gender | None] = {"his": "he", "her": "she", "their": None}
 _SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": None}
 _SUBJECT_LINKS = frozenset("with had has having".split())
 _PHRASE_MODIFIER_BLOCKERS = frozenset(
     "the a an his her their its my your our on at to into upon onto towards toward from in of "
-    "by for over under through was were is are had has have fell rested turned looked and".split()
+    "by for over under through was were is are had has have fell rested turned looked and "
+    "with whose".split()
 )
+#: Nouns a height word may describe attributively: "a tall gentleman", "a short man".
+_PERSON_NOUNS = frozenset(
+    "man men woman women gentleman gentlemen lady ladies girl boy fellow person figure child "
+    "creature youth lad lass maiden".split()
+)
+_OBJECT_PRONOUNS = frozenset("me him her us them".split())
+_ALL_CUES = frozenset(cue for kind in KINDS for cue in kind.cues)
+#: How far back in its paragraph a pronoun looks for its one candidate: "the wretch ...
+#: His limbs were in proportion. Beautiful! Great God! His yellow skin ...; his hair".
+_SENTENCES_BACK = 4
+#: Words a predicate value may follow after "of a": "his hair was of a lustrous black".
+_VALUE_QUALIFIERS_MAX = 2
 
 
 @dataclass(frozen=True)
@@ -96,21 +135,32 @@ class _Tok:
         return cls(start, end, text, text.lower().replace("’", "'"))
 
 
+_Found = tuple[str, FactKind, str, frozenset[str], int, int, int]
+
+
 class _Reader:
     """Walks one document's paragraphs, keeping who was named recently in each."""
 
-    def __init__(self, doc: Document, cast: Cast) -> None:
+    def __init__(self, doc: Document, cast: Cast, narrator: str | None) -> None:
         self.doc = doc
         self.cast = cast
+        self.narrator = narrator
 
     def statements(self) -> list[Statement]:
         found: list[Statement] = []
         by_block: dict[int, list[int]] = {}
         for index, sentence in enumerate(self.doc.sentences):
             by_block.setdefault(sentence.block, []).append(index)
+        written = sections(self.doc, self.cast)
         for block_index, indexes in by_block.items():
             block = self.doc.blocks[block_index]
-            quotes = quoted_spans(block.text)
+            voices = voices_of(
+                block,
+                self.cast.mentions(block.text),
+                self.cast,
+                self.narrator,
+                written.get(block_index),
+            )
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             for index in indexes:
                 sentence = self.doc.sentences[index]
@@ -118,7 +168,9 @@ class _Reader:
                     (sentence.start + s, sentence.start + e, entity)
                     for s, e, entity in self.cast.mentions(sentence.text)
                 ]
-                context = _Context(block.text, quotes, mentions, history[-2:], self.cast)
+                context = _Context(
+                    block.text, voices, mentions, history[-_SENTENCES_BACK:], self.cast
+                )
                 for statement in context.read(sentence.start, sentence.end):
                     found.append(
                         Statement(
@@ -138,21 +190,23 @@ class _Reader:
 @dataclass
 class _Context:
     text: str
-    quotes: tuple[tuple[int, int], ...]
+    voices: Voices
     mentions: list[tuple[int, int, str]]
     history: list[tuple[list[tuple[int, int, str]], int, int]]
     cast: Cast
 
-    def read(
-        self, start: int, end: int
-    ) -> list[tuple[str, FactKind, str, frozenset[str], int, int, int]]:
+    @property
+    def quotes(self) -> tuple[tuple[int, int], ...]:
+        return self.voices.quotes
+
+    def read(self, start: int, end: int) -> list[_Found]:
         tokens = [
             _Tok.of(start + m.start(), start + m.end(), m.group(0))
             for m in _WORD.finditer(self.text[start:end])
         ]
         self.first = start
         self.sentence_start = start
-        out = []
+        out: list[_Found] = []
         for i, tok in enumerate(tokens):
             for kind in KINDS:
                 if tok.low in kind.cues:
@@ -166,15 +220,21 @@ class _Context:
             )
             if compound is not None and self._plain(tok):
                 classes = compound.classes(tok.low.rsplit("-", 1)[0])
-                owner = self._subject_of(tokens, i)
-                if classes and owner:
+                owner, negated = self._subject_of(tokens, i)
+                if classes and owner and not negated:
                     out.append((owner, compound, tok.low, classes, tok.start, tok.start, tok.end))
             predicate = PREDICATE_WORDS.get(tok.low)
-            if predicate is not None and self._plain(tok):
-                owner = self._subject_of(tokens, i)
+            if predicate is not None and self._plain(tok) and self._about_stature(tokens, i):
+                owner, negated = self._subject_of(tokens, i)
                 if owner:
                     classes = predicate.classes(tok.low)
-                    out.append((owner, predicate, tok.low, classes, tok.start, tok.start, tok.end))
+                    words = tok.low
+                    if negated:
+                        classes, words = predicate.negated(classes), f"not {tok.low}"
+                    if classes:
+                        out.append(
+                            (owner, predicate, words, classes, tok.start, tok.start, tok.end)
+                        )
         return out
 
     # -- what is said -------------------------------------------------------------------
@@ -184,6 +244,24 @@ class _Context:
         if any(s <= tok.start < e for s, e, _ in self.mentions):
             return False
         return not (tok.text[0].isupper() and tok.start != self.first)
+
+    def _about_stature(self, tokens: list[_Tok], i: int) -> bool:
+        """A weak height word ("little", "small", "middle") counts only as stature: "of
+        middle height", "a little man", or ending its clause ("I was very little")."""
+        word = tokens[i].low
+        if word not in WEAK_HEIGHT_WORDS:
+            return True
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if word in ("middle", "medium", "middling"):
+            return nxt is not None and nxt.low in STATURE_NOUNS
+        # "a little girl" is a child, not a short one: "little" counts only closing its
+        # clause ("I was very little"); "a small man" is one.
+        before_noun = word != "little" and nxt is not None and nxt.low in _PERSON_NOUNS
+        if i and tokens[i - 1].low in ("a", "an") and not before_noun:
+            return False  # "a little surprised", "a small room"
+        if nxt is None or not self._gap_ok(tokens[i], nxt):
+            return True
+        return before_noun or nxt.low in ("for", "and")
 
     def _value_words(self, words: Sequence[_Tok], kind: FactKind) -> list[_Tok]:
         values = [w for w in words if self._plain(w) and kind.classes(w.low)]
@@ -195,14 +273,16 @@ class _Context:
     def _gap_ok(self, a: _Tok, b: _Tok) -> bool:
         return not _CLAUSE_BREAK.search(self.text[a.end : b.start])
 
-    def _noun_phrase(
-        self, tokens: list[_Tok], i: int, kind: FactKind
-    ) -> tuple[str, FactKind, str, frozenset[str], int, int, int] | None:
+    def _noun_phrase(self, tokens: list[_Tok], i: int, kind: FactKind) -> _Found | None:
         cue = tokens[i]
         before: list[_Tok] = []
         j = i - 1
         while j >= 0 and i - j <= 4 and self._gap_ok(tokens[j], tokens[j + 1]):
-            if tokens[j].low in _PHRASE_MODIFIER_BLOCKERS or tokens[j].low.endswith(("'s",)):
+            if (
+                tokens[j].low in _PHRASE_MODIFIER_BLOCKERS
+                or tokens[j].low.endswith(("'s",))
+                or tokens[j].low in _ALL_CUES  # "black hair, dark eyes": another noun's
+            ):
                 break
             before.insert(0, tokens[j])
             j -= 1
@@ -213,7 +293,9 @@ class _Context:
             after = self._predicate_after(tokens, i, kind)
             if not after:
                 return None
-            values, phrase_end = after, after[-1]
+            # "my face with eyes that were dark": the words before the noun are not its
+            # phrase, so whose eyes is read from what stands right before the noun.
+            values, phrase_start, phrase_end = after, cue, after[-1]
         if any(t.low in _NEGATIONS for t in tokens[max(0, j) : tokens.index(phrase_end) + 1]):
             return None
         owner = self._owner_of(tokens, tokens.index(phrase_start), i)
@@ -230,21 +312,66 @@ class _Context:
         return (owner, kind, words, classes, values[0].start, quote_from, phrase_end.end)
 
     def _predicate_after(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
-        """ "eyes were blue", "eyes of the deepest blue": the value after its noun."""
+        """ "eyes were blue", "eyes of the deepest blue", "eyes that I saw were dark", "her
+        hair nearly black": the value after its noun."""
         k = i + 1
-        if k < len(tokens) and tokens[k].low in _COPULAS | {"of"}:
+        if (
+            k < len(tokens)
+            and tokens[k].low in ("that", "which")
+            and self._gap_ok(tokens[i], tokens[k])
+        ):
+            # "eyes that I saw were dark": a short relative clause before the verb.
+            verb = next(
+                (
+                    n
+                    for n in range(k + 1, min(k + 5, len(tokens)))
+                    if tokens[n].low in _COPULAS
+                    and all(self._gap_ok(tokens[m - 1], tokens[m]) for m in range(k, n + 1))
+                ),
+                None,
+            )
+            if verb is None:
+                return []
+            k = verb
+        linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of"}
+        adverb = k < len(tokens) and (
+            tokens[k].low in ("nearly", "almost", "quite", "all", "now", "still")
+            or (tokens[k].low.endswith("ly") and len(tokens[k].low) > 4)
+        )
+        if not (linked or adverb) or not self._gap_ok(tokens[k - 1], tokens[k]):
+            return []
+        k += 1
+        while k < len(tokens) and tokens[k].low in _ADVERBS and k - i <= 6:
             k += 1
-            while k < len(tokens) and tokens[k].low in _ADVERBS and k - i <= 4:
+        qualified = 0
+        if linked and tokens[k - 1].low in ("a", "an", "the"):
+            # "was of a lustrous black": a word or two may qualify the value, which must
+            # then close the phrase ("was of a lustrous black, and flowing").
+            while (
+                k < len(tokens)
+                and qualified < _VALUE_QUALIFIERS_MAX
+                and not kind.classes(tokens[k].low)
+                and tokens[k].low not in _PHRASE_MODIFIER_BLOCKERS
+                and self._gap_ok(tokens[k - 1], tokens[k])
+            ):
                 k += 1
-            run: list[_Tok] = []
-            while k < len(tokens) and self._gap_ok(tokens[k - 1], tokens[k]):
-                if kind.classes(tokens[k].low):
-                    run.append(tokens[k])
-                elif tokens[k].low != "and" or not run:
-                    break
-                k += 1
-            return self._value_words(run, kind)
-        return []
+                qualified += 1
+        run: list[_Tok] = []
+        while k < len(tokens) and self._gap_ok(tokens[k - 1], tokens[k]):
+            if kind.classes(tokens[k].low):
+                run.append(tokens[k])
+            elif tokens[k].low != "and" or not run:
+                break
+            k += 1
+        if run and ((adverb and not linked) or qualified):
+            # Without a verb the value must close the phrase: "her hair nearly black",
+            # not "his hair almost black curls".
+            last = tokens.index(run[-1])
+            after = tokens[last + 1] if last + 1 < len(tokens) else None
+            gap = self.text[run[-1].end : after.start] if after is not None else ""
+            if after is not None and not _CLAUSE_BREAK.search(gap) and "," not in gap:
+                return []
+        return self._value_words(run, kind)
 
     # -- whose it is --------------------------------------------------------------------
 
@@ -256,21 +383,82 @@ class _Context:
                 return entity
         return None
 
+    def _person(self, tok: _Tok) -> str | None:
+        """Whom a first- or second-person word means here: the narrator or the speaker for
+        "I" and "my", the one person addressed for "you" and "your"."""
+        if tok.low in FIRST_PERSON:
+            return self.voices.first_person(tok.start)
+        if tok.low in SECOND_PERSON:
+            return self.voices.second_person(tok.start)
+        return None
+
     def _owner_of(self, tokens: list[_Tok], start: int, cue: int) -> str | None:
         spoken = inside(self.quotes, tokens[start].start)
         if start > 0:
             prev = tokens[start - 1]
             if self._gap_ok(prev, tokens[start]):
-                if prev.low.endswith("'s"):
+                if prev.low.endswith("'s") and prev.low not in _SUBJECT_COPULAS:
                     return self._mention_at(prev)
-                if prev.low in _POSSESSIVES and not spoken:
-                    return self._resolve(_POSSESSIVES[prev.low], prev.start)
+                if prev.low in FIRST_PERSON or prev.low in SECOND_PERSON:
+                    return self._person(prev)
+                if prev.low in _POSSESSIVES:
+                    gender = _POSSESSIVES[prev.low]
+                    if spoken:
+                        return self._named_in_speech(gender, prev.start)
+                    return self._resolve(gender, prev.start)
                 if prev.low in _SUBJECT_LINKS:
                     return self._clause_subject(tokens, start - 1, spoken)
+                if prev.low == "and":
+                    return self._shared_possessive(tokens, start - 1, cue, spoken)
+                if prev.low in _ALL_CUES and "," in self.text[prev.end : tokens[start].start]:
+                    # "with black hair, dark eyes": a list shares its first item's owner
+                    return self._owner_of(
+                        tokens, self._modifiers_from(tokens, start - 1), start - 1
+                    )
+                if prev.low == "whose" and start > 1:
+                    # "Jane, whose dark hair had been much admired"
+                    return self._mention_at(tokens[start - 2])
         after = cue + 1
         if after + 1 < len(tokens) and tokens[after].low == "of":
             return self._mention_at(tokens[after + 1])
         return None
+
+    def _modifiers_from(self, tokens: list[_Tok], i: int) -> int:
+        """Where the noun phrase ending at the noun `tokens[i]` begins: "black" in "with
+        black hair"."""
+        j = i - 1
+        while j >= 0 and i - j <= 4 and self._gap_ok(tokens[j], tokens[j + 1]):
+            if tokens[j].low in _PHRASE_MODIFIER_BLOCKERS or tokens[j].low.endswith("'s"):
+                break
+            if tokens[j].low in _ALL_CUES or "," in self.text[tokens[j].end : tokens[j + 1].start]:
+                break
+            j -= 1
+        return j + 1
+
+    def _shared_possessive(self, tokens: list[_Tok], at: int, cue: int, spoken: bool) -> str | None:
+        """ "her pink cheeks and golden curls": the possessive of the noun before "and",
+        at most three words back, in the same clause."""
+        j = at - 1
+        while j >= 0 and at - j <= 3 and self._gap_ok(tokens[j], tokens[j + 1]):
+            if tokens[j].low in _POSSESSIVES or tokens[j].low in ("my", "your"):
+                return self._owner_of(tokens, j + 1, cue)
+            if tokens[j].low.endswith("'s") and tokens[j].low not in _SUBJECT_COPULAS:
+                return self._mention_at(tokens[j])
+            j -= 1
+        return None
+
+    def _named_in_speech(self, gender: Gender | None, before: int) -> str | None:
+        """ "her eyes" in speech: the one person of that gender named earlier in the same
+        speech, if there is exactly one."""
+        quote = self.voices.quote_at(before)
+        if quote is None or gender is None:
+            return None
+        named = {
+            entity
+            for s, _, entity in self.mentions
+            if quote[0] <= s < before and _compatible(self.cast.genders.get(entity), gender)
+        }
+        return next(iter(named)) if len(named) == 1 else None
 
     def _clause_subject(self, tokens: list[_Tok], at: int, spoken: bool) -> str | None:
         j = at - 1
@@ -278,38 +466,58 @@ class _Context:
             entity = self._mention_at(tokens[j])
             if entity:
                 return entity
+            if tokens[j].low in ("i", "you"):
+                return self._person(tokens[j])
+            if tokens[j].low in ("her", "him") and tokens[j + 1].low == "as" and not spoken:
+                # "I remember her as a slim young woman, with black hair"
+                return self._resolve("she" if tokens[j].low == "her" else "he", tokens[j].start)
             if tokens[j].low in _SUBJECTS and not spoken:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
             j -= 1
         return None
 
-    def _subject_of(self, tokens: list[_Tok], i: int) -> str | None:
-        """Who a predicate word describes: "Basil was tall", "Basil, a tall man",
-        "the tall Basil", "he was left-handed"."""
+    def _subject_of(self, tokens: list[_Tok], i: int) -> tuple[str | None, bool]:
+        """Who a predicate word describes, and whether it is negated: "Basil was tall",
+        "Basil, a tall man", "the tall Basil", "he was left-handed", "I was very little",
+        "he seemed to me a tall gentleman", "You're not grown so very tall, Miss Jane"."""
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        if nxt is not None and nxt.low in ("of", "for", "with", "by", "to", "in", "on"):
-            return None
-        if nxt is not None and self._gap_ok(tokens[i], nxt):
+        if nxt is not None and nxt.low in ("of", "with", "by", "to", "in", "on", "than"):
+            return None, False
+        if nxt is not None and not self.text[tokens[i].end : nxt.start].strip():
             entity = self._mention_at(nxt)
             if entity:
-                return entity
+                return entity, False
         spoken = inside(self.quotes, tokens[i].start)
         linked = False
+        negated = False
         j = i - 1
-        while j >= 0 and i - j <= 5:
+        while j >= 0 and i - j <= 8:
             gap = self.text[tokens[j].end : tokens[j + 1].start]
             if _CLAUSE_BREAK.search(gap):
-                return None
+                return None, False
             word = tokens[j]
+            if word.low in _HEDGES:
+                return None, False
             if word.low in _NEGATIONS:
-                return None
+                negated = True
+                j -= 1
+                continue
             entity = self._mention_at(word)
             if entity:
                 # "Basil was left-handed", "Basil, a tall man", "Hallward, left-handed as ever"
                 appositive = j == i - 1 and "," in gap
-                return entity if linked or appositive else None
+                return (entity if linked or appositive else None), negated
+            if word.low in _SUBJECT_COPULAS:
+                return self._person(word) or self._pronoun(word, spoken), negated
+            if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
+                return (self._person(word) if linked else None), negated
             if word.low in _SUBJECTS and not spoken:
-                return self._resolve(_SUBJECTS[word.low], word.start) if linked else None
+                return (self._resolve(_SUBJECTS[word.low], word.start) if linked else None), negated
+            if word.low == "be" and not (j and tokens[j - 1].low == "to"):
+                return None, False  # "will be tall": a prediction, not a description
+            if word.low in _OBJECT_PRONOUNS and j and tokens[j - 1].low == "to":
+                j -= 2  # "seemed to me a tall gentleman"
+                continue
             if word.low in _COPULAS or (
                 word.low in ("a", "an") and "," in self.text[tokens[j - 1].end : word.start]
                 if j
@@ -322,14 +530,23 @@ class _Context:
                 "young",
                 "man",
                 "woman",
+                "to",
+                "me",
             ):
-                return None
+                return None, False
             j -= 1
-        return None
+        return None, False
+
+    def _pronoun(self, word: _Tok, spoken: bool) -> str | None:
+        """ "he's", "she's" as a subject outside speech."""
+        gender = _SUBJECTS.get(word.low.split("'")[0])
+        if gender is None or spoken:
+            return None
+        return self._resolve(gender, word.start)
 
     def _resolve(self, gender: Gender | None, before: int) -> str | None:
         """The one person a pronoun can mean: named earlier in this sentence, else in the
-        nearest of the two sentences before it in the paragraph; never a name in dialogue,
+        nearest of the four sentences before it in the paragraph; never a name in dialogue,
         and nobody when "him" shows a second man in play ("Henry looked at him. His...")."""
         here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
         for group, start, end in (here, *reversed(self.history)):
@@ -357,18 +574,20 @@ def _compatible(known: Gender | None, wanted: Gender | None) -> bool:
 #: over an unchanged manuscript reads the same scenes, and one run reads a scene twice (the
 #: canon checker, then the continuity role). Statements are immutable, so sharing is safe.
 _STATEMENTS_KEPT: Final = 256
-_statements: OrderedDict[tuple[str, object], tuple[Statement, ...]] = OrderedDict()
+_statements: OrderedDict[tuple[str, object, str | None], tuple[Statement, ...]] = OrderedDict()
 _statements_lock = threading.Lock()
 
 
-def statements_in(text: str, cast: Cast) -> list[Statement]:
-    key = (text, cast.key)
+def statements_in(text: str, cast: Cast, narrator: str | None = None) -> list[Statement]:
+    """Every description the text gives of someone in the cast; `narrator` is who "I" is
+    outside dialogue (a journal's or letter's heading names its own writer)."""
+    key = (text, cast.key, narrator)
     with _statements_lock:
         found = _statements.get(key)
         if found is not None:
             _statements.move_to_end(key)
             return list(found)
-    found = tuple(_Reader(read_document(text), cast).statements())
+    found = tuple(_Reader(read_document(text), cast, narrator).statements())
     with _statements_lock:
         _statements[key] = found
         while len(_statements) > _STATEMENTS_KEPT:
@@ -396,7 +615,7 @@ def plan_checks(facts: Sequence[Fact]) -> list[FactCheck]:
 
 
 def find_conflicts_in(
-    path: str, text: str, checks: Sequence[FactCheck], cast: Cast
+    path: str, text: str, checks: Sequence[FactCheck], cast: Cast, narrator: str | None = None
 ) -> tuple[list[Conflict], list[Statement]]:
     """Contradictions of checkable facts, and every statement that agrees with one."""
     wanted = {
@@ -407,7 +626,7 @@ def find_conflicts_in(
     conflicts: list[Conflict] = []
     agreeing: list[Statement] = []
     seen: set[tuple[str, str, int, str]] = set()
-    for statement in statements_in(text, cast):
+    for statement in statements_in(text, cast, narrator):
         entry = wanted.get((statement.entity, statement.kind.attribute))
         if entry is None:
             continue

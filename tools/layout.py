@@ -97,6 +97,16 @@ class LayoutSpec(BaseModel):
         description="Where a unit's number comes from; `order` numbers units 1, 2, 3 by path.",
     )
     exclude: list[str] = Field(default_factory=list, description="Glob patterns to leave out.")
+    narrator: str | None = Field(
+        default=None,
+        description="The character who narrates in the first person (their canon card's "
+        "name): 'I', 'my' and 'me' outside dialogue are this character. Detected when absent.",
+    )
+    ignore_names: list[str] = Field(
+        default_factory=list,
+        description="Spellings the name check accepts as intended (a nickname, a character's "
+        "own misspelling): never reported as a misspelled name.",
+    )
 
 
 def layout_schema() -> dict[str, Any]:

@@ -5,6 +5,9 @@ A checkable attribute has a closed vocabulary: each word names one or more value
 ``Hair: crisp gold`` and the text ``golden hair`` without a false alarm. Two statements
 contradict only when their classes do not meet. Anything else on a card is reported as
 not checkable, with the reason.
+
+Negation narrows a value rather than being dropped: "not tall" is middle height or short,
+"middle height, neither tall nor short" is middle height alone (`FactKind.classes`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ from typing import Literal
 
 Placement = Literal["modifier", "predicate"]
 
+NEGATIONS = frozenset("not never neither nor no".split())
+#: Words that may stand between a negation and what it negates: "not so very tall".
+_NEGATION_CARRIERS = frozenset(
+    "so very too at all quite particularly especially remarkably grown be been being of a".split()
+)
+
 
 @dataclass(frozen=True)
 class FactKind:
@@ -24,17 +33,47 @@ class FactKind:
     values: dict[str, frozenset[str]]
     #: Compound adjectives: "grey-eyed", "fair-haired".
     suffixes: tuple[str, ...] = ()
+    #: "not tall" says something (middle height or short); "not blue" eyes do not.
+    negatable: bool = False
+
+    @property
+    def all_classes(self) -> frozenset[str]:
+        return frozenset().union(*self.values.values())
+
+    def word_classes(self, word: str) -> frozenset[str]:
+        """The classes one word (or its hyphen-parts: "coal-black") states."""
+        if word in self.values:
+            return self.values[word]
+        found: set[str] = set()
+        for part in word.split("-"):
+            found |= self.values.get(part, frozenset())
+        return frozenset(found)
 
     def classes(self, phrase: str) -> frozenset[str]:
-        """The value classes a phrase states: every known word or hyphen-part in it."""
-        found: set[str] = set()
+        """The value classes a phrase states: every known word in it, less what a negated
+        word rules out ("not tall", "neither tall nor short"). Only kinds whose values
+        partition a scale (`negatable`) read negation; "not blue" eyes say too little."""
+        stated: set[str] = set()
+        ruled_out: set[str] = set()
+        negated = False
         for word in re.findall(r"[a-z]+(?:-[a-z]+)*", phrase.lower()):
-            if word in self.values:
-                found |= self.values[word]
+            if word in NEGATIONS:
+                negated = True
                 continue
-            for part in word.split("-"):
-                found |= self.values.get(part, frozenset())
-        return frozenset(found)
+            classes = self.word_classes(word)
+            if classes and negated:
+                ruled_out |= classes if self.negatable else frozenset()
+            elif classes:
+                stated |= classes
+            negated = negated and not classes and word in _NEGATION_CARRIERS
+        if ruled_out:
+            return frozenset((stated or set(self.all_classes)) - ruled_out)
+        return frozenset(stated)
+
+    def negated(self, classes: frozenset[str]) -> frozenset[str]:
+        """What "not <classes>" leaves: the rest of the scale, or nothing for a kind whose
+        values do not partition one."""
+        return self.all_classes - classes if self.negatable else frozenset()
 
 
 def _classes(table: dict[str, str]) -> dict[str, frozenset[str]]:
@@ -131,19 +170,36 @@ HANDEDNESS = FactKind(
             "right": "right",
         }
     ),
+    negatable=True,
 )
 HEIGHT = FactKind(
     "height",
-    (),
+    # "his fine, tall person", "her little figure", "a man of middle stature"
+    ("figure", "person", "frame", "stature"),
     _classes(
         {
             "tall": "tall",
             "towering": "tall",
             "lanky": "tall",
+            "lofty": "tall",
+            "gigantic": "tall",
+            "giant": "tall",
             "short": "short",
             "diminutive": "short",
+            "small": "short",
+            "little": "short",
+            "tiny": "short",
+            "petite": "short",
+            "dwarfish": "short",
+            "stunted": "short",
+            "middle": "middle",
+            "medium": "middle",
+            "middling": "middle",
+            "middle-sized": "middle",
+            "average": "middle",
         }
     ),
+    negatable=True,
 )
 KINDS: tuple[FactKind, ...] = (EYES, HAIR, HANDEDNESS, HEIGHT)
 
@@ -173,11 +229,37 @@ PREDICATE_WORDS: dict[str, FactKind] = {
     "lanky": HEIGHT,
     "short": HEIGHT,
     "diminutive": HEIGHT,
+    "small": HEIGHT,
+    "little": HEIGHT,
+    "tiny": HEIGHT,
+    "petite": HEIGHT,
+    "dwarfish": HEIGHT,
+    "middle": HEIGHT,
+    "middle-sized": HEIGHT,
+    "medium": HEIGHT,
+    "middling": HEIGHT,
 }
+#: Height words that mostly mean something else ("a little while", "small hands", "middle
+#: of the room"): read only where they can mean nothing but stature (`facts.py`).
+WEAK_HEIGHT_WORDS = frozenset("small little tiny petite middle medium middling".split())
+#: What a weak height word must be followed by to be about stature ("of middle height").
+STATURE_NOUNS = frozenset("height stature size sized".split())
+_DATES = "dates are not checked: the tools do not follow the story's calendar"
+_DISTANCES = "distances are not checked: the tools do not measure the story's geography"
 _NOT_CHECKABLE_REASONS = {
     "age": "age changes as the story's time passes; not checked",
-    "born": "dates are not checked",
-    "birthday": "dates are not checked",
+    "born": _DATES,
+    "birthday": _DATES,
+    "date": _DATES,
+    "dates": _DATES,
+    "died": _DATES,
+    "founded": _DATES,
+    "year": _DATES,
+    "distance": _DISTANCES,
+    "distances": _DISTANCES,
+    "travel time": _DISTANCES,
+    "build": "build and figure are not checked (only height is)",
+    "figure": "build and figure are not checked (only height is)",
     "pronouns": "used to tell whom 'he' and 'she' mean; not checked against the text",
     "pronoun": "used to tell whom 'he' and 'she' mean; not checked against the text",
     "gender": "used to tell whom 'he' and 'she' mean; not checked against the text",

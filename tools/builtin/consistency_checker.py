@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -11,9 +12,15 @@ from pydantic import Field
 from controlroom.domain.errors import ToolError
 from controlroom.tools.analysis import STOPWORDS, edit_distance_at_most_one
 from controlroom.tools.base import ToolArgs, ToolResult
-from controlroom.tools.builtin.canon_checker import canon_digest, check_scenes, load_cards
+from controlroom.tools.builtin.canon_checker import (
+    canon_digest,
+    check_scenes,
+    load_cards,
+    workspace_settings,
+)
 from controlroom.tools.canon import HONORIFICS
 from controlroom.tools.text import read_document
+from controlroom.tools.wordlist import is_common_word
 from controlroom.tools.workspace import Workspace
 
 _CAPITALISED = re.compile(r"(?<![\w’'-])[A-Z][a-z]+(?:[’'][a-z]+)?(?![\w-])")
@@ -47,40 +54,115 @@ def likely_typo(found: str, name: str) -> bool:
 class ConsistencyCheckerArgs(ToolArgs):
     scene_paths: list[str]
     canon_paths: list[str] = Field(default_factory=list)
+    #: Who narrates in the first person; else `workspace.json`'s `narrator`, else detected.
+    narrator: str | None = None
+    #: Spellings meant as written, added to `workspace.json`'s `ignore_names`.
+    ignore_names: list[str] = Field(default_factory=list)
 
 
-def name_variants(workspace: Workspace, paths: list[str], known: set[str]) -> list[dict[str, Any]]:
-    """Capitalised words one letter away from a name on a card ("Kale" for "Kael"), used
-    mid-sentence, at most twice, never in lower case, sharing the name's first letter
-    ("Ford" is not "Lord"), and not a title or a function word."""
-    names = {n for n in known if len(n) >= 4}
+#: Plural titles: "the Misses Reed", "Messrs. Hawkins".
+_PLURAL_TITLES = frozenset("misses messrs mesdames mesdemoiselles".split())
+_TITLE_BEFORE = re.compile(
+    r"\b(" + "|".join(h for h in HONORIFICS if h != "the") + r")\.?\s+$", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class _NameBook:
+    """What a capitalised word is checked against: the cards' names, the names that take a
+    title ("Mrs. Fairfax": a surname), the writer's intended variants."""
+
+    names: frozenset[str]
+    known: frozenset[str]
+    surnames: frozenset[str]
+    ignored: frozenset[str]
+
+    @classmethod
+    def of(cls, known: set[str], ignored: list[str]) -> _NameBook:
+        surnames = {name.split()[-1].strip(".") for name in known if len(name.split()) > 1}
+        return cls(
+            frozenset(n for n in known if len(n) >= 4),
+            frozenset(known),
+            frozenset(surnames),
+            frozenset(ignored),
+        )
+
+    def near(self, word: str) -> list[str]:
+        return sorted(n for n in self.names if n[0] == word[0] and likely_typo(word, n))
+
+    def intended(self, word: str) -> bool:
+        """A plural of a name ("the Bennets", "the Lucases"), a plural title, an ordinary
+        word, or a spelling the writer keeps: not a slip."""
+        lowered = word.lower()
+        return (
+            word in self.ignored
+            or lowered in _PLURAL_TITLES
+            or (word.endswith("s") and word[:-1] in self.known)
+            or (word.endswith("es") and word[:-2] in self.known)
+        )
+
+
+def _transposed(found: str, name: str) -> bool:
+    diffs = [i for i in range(len(found)) if i < len(name) and found[i] != name[i]]
+    return (
+        len(found) == len(name)
+        and len(diffs) == 2
+        and diffs[1] == diffs[0] + 1
+        and found[diffs[0]] == name[diffs[1]]
+        and found[diffs[1]] == name[diffs[0]]
+    )
+
+
+def _slip(book: _NameBook, word: str, near: str, titled: bool, opens: bool) -> bool:
+    """Whether `word` is a slip for `near` rather than a word or another person: a word in
+    the dictionary counts only as two swapped letters ("Kale" for "Kael", not "June" for
+    "Jane"); after a title only a surname can be meant ("Miss Gryce" is not "Grace"); a
+    sentence's first word only when no dictionary has it."""
+    if is_common_word(word) and (opens or not _transposed(word, near)):
+        return False
+    return not (titled and near not in book.surnames)
+
+
+def name_variants(
+    workspace: Workspace, paths: list[str], known: set[str], ignored: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Capitalised words one letter away from a name on a card ("Kale" for "Kael"), used at
+    most twice, never in lower case, sharing the name's first letter ("Ford" is not
+    "Lord"), and not a title, a function word, a plural of a name, an ordinary word, another
+    person's title and name, or a spelling the writer listed as intended."""
+    book = _NameBook.of(known, ignored or [])
     seen: Counter[str] = Counter()
-    where: dict[str, list[tuple[str, int, str]]] = {}
+    where: dict[str, list[tuple[str, int, str, bool, bool]]] = {}
     lowercase: set[str] = set()
     for path in paths:
         doc = read_document(workspace.read_text(path))
         for sentence in doc.sentences:
             lowercase.update(w.lower() for w in re.findall(r"\b[a-z]+\b", sentence.text))
             for match in _CAPITALISED.finditer(sentence.text):
-                if match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—"):
-                    continue
+                opens = match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—")
                 word = re.sub(r"[’']s$", "", match.group(0))
-                seen[word] += 1
+                titled = bool(_TITLE_BEFORE.search(sentence.text[: match.start()]))
+                # A sentence's first word may be any capitalised word: counted only where
+                # it must be a name, so a slip repeated there still counts as a slip.
+                seen[word] += not opens
                 line = doc.blocks[sentence.block].line_at(sentence.start + match.start())
-                where.setdefault(word, []).append((path, line, sentence.text))
+                where.setdefault(word, []).append((path, line, sentence.text, titled, opens))
     findings = []
     for word, count in sorted(seen.items()):
         lowered = word.lower()
         if (
-            word in known
+            word in book.known
             or count > MAX_VARIANT_USES
             or lowered in lowercase
             or lowered in STOPWORDS
             or lowered.rstrip(".") in HONORIFICS
+            or book.intended(word)
         ):
             continue
-        near = sorted(n for n in names if n[0] == word[0] and likely_typo(word, n))
-        for path, line, text in where[word] if near else []:
+        near = book.near(word)
+        for path, line, text, titled, opens in where[word] if near else []:
+            if not _slip(book, word, near[0], titled, opens):
+                continue
             findings.append(
                 {
                     "type": "name_variant",
@@ -107,13 +189,16 @@ class ConsistencyChecker:
         if not args.scene_paths:
             raise ToolError(self.name, "no scene or chapter files to check: nothing was found")
         cards = load_cards(workspace, args.canon_paths)
-        report = check_scenes(workspace, cards, args.scene_paths)
+        report = check_scenes(workspace, cards, args.scene_paths, args.narrator)
+        _, intended = workspace_settings(workspace)
         findings: list[dict[str, Any]] = [
             {"type": "canon_conflict", "message": c.describe(), **c.as_dict()}
             for c in report.conflicts
         ]
         known = {t for name in report.cast.owner for t in name.split()} | set(report.cast.owner)
-        findings.extend(name_variants(workspace, args.scene_paths, known))
+        findings.extend(
+            name_variants(workspace, args.scene_paths, known, [*intended, *args.ignore_names])
+        )
         rows = report.fact_rows()
         output: dict[str, Any] = {
             "scenes_checked": list(args.scene_paths),

@@ -1,0 +1,255 @@
+"""Reading descriptions as a reader would: narrators, speakers, negation, names (issue 29)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controlroom.models.offline_roles import find_canon_gaps, update_canon
+from controlroom.tools.base import ToolRegistry
+from controlroom.tools.canon import build_cast, facts_of, parse_card
+from controlroom.tools.facts import find_conflicts_in, plan_checks, statements_in
+from controlroom.tools.vocabulary import HEIGHT, checkability
+from controlroom.tools.voices import detect_narrator
+from controlroom.tools.workspace import Workspace
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "bench" / "corpus"
+TOOLS = ToolRegistry.default(with_plugins=False)
+JANE = "# Jane Eyre\n- **Aliases:** Jane, Miss Jane\n- **Pronouns:** she\n- **Height:** small\n"
+JANE_HANDED = JANE + "- **Handedness:** right-handed\n- **Eyes:** hazel\n"
+ROCHESTER = "# Edward Rochester\n- **Aliases:** Mr. Rochester\n- **Pronouns:** he\n"
+ROCHESTER_FACTS = ROCHESTER + "- **Handedness:** right-handed\n- **Height:** middle height\n"
+BESSIE = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Hair:** black\n"
+REED = "# Sarah Reed\n- **Aliases:** Mrs. Reed\n- **Pronouns:** she\n- **Height:** not tall\n"
+
+
+def conflicts(text: str, *cards: str, narrator: str | None = None) -> list[str]:
+    parsed = [parse_card(f"People/card{i}.md", c) for i, c in enumerate(cards)]
+    checks = plan_checks(facts_of(parsed))
+    found, _ = find_conflicts_in("ch.md", text, checks, build_cast(parsed), narrator)
+    return [f"{c.entity}:{c.attribute}:{c.found}" for c in found]
+
+
+def test_a_declared_narrator_is_i_outside_dialogue() -> None:
+    text = "My hand—for I was left-handed, and awkward—would not second my fancy.\n"
+    assert conflicts(text, JANE_HANDED, narrator="Jane Eyre") == [
+        "Jane Eyre:handedness:left-handed"
+    ]
+    assert conflicts(text, JANE_HANDED) == []  # no narrator: "I" is nobody
+
+
+def test_i_in_speech_is_the_one_speaker_the_tag_names() -> None:
+    text = "“Take the drawings from my hand—I am left-handed, you see,” said Mr. Rochester.\n"
+    assert conflicts(text, JANE_HANDED, ROCHESTER_FACTS, narrator="Jane Eyre") == [
+        "Edward Rochester:handedness:left-handed"
+    ]
+    # Two people speak in the paragraph: whose "I" it is is not guessed.
+    two = "“I am left-handed,” said Mr. Rochester; “and I,” said Bessie, “am not.”\n"
+    assert conflicts(two, ROCHESTER_FACTS, BESSIE, narrator="Jane Eyre") == []
+
+
+def test_you_in_speech_is_the_person_addressed_and_negation_narrows_height() -> None:
+    said = "“You’re {} grown so very tall, Miss Jane,” continued Bessie.\n"
+    assert conflicts(said.format("not"), JANE, BESSIE, narrator="Jane Eyre") == []
+    assert conflicts(said.format("quite"), JANE, BESSIE, narrator="Jane Eyre") == [
+        "Jane Eyre:height:tall"
+    ]
+
+
+def test_a_card_that_says_not_tall_is_contradicted_by_tall_only() -> None:
+    assert sorted(HEIGHT.classes("not tall")) == ["middle", "short"]
+    assert sorted(HEIGHT.classes("middle height, neither tall nor short")) == ["middle"]
+    assert conflicts("Mrs. Reed was very tall.\n", REED) == ["Sarah Reed:height:tall"]
+    assert conflicts("Mrs. Reed was short and stout.\n", REED) == []
+    assert conflicts("Mrs. Reed was not tall.\n", REED) == []
+
+
+def test_wishes_comparisons_and_predictions_state_nothing() -> None:
+    for text in (
+        "I desired to be tall, stately, and finely developed in figure.\n",
+        "“Will she be as tall as I am?” asked Jane.\n",
+        "Jane would be tall one day.\n",
+    ):
+        assert conflicts(text, JANE, narrator="Jane Eyre") == [], text
+
+
+def test_small_little_and_middle_are_heights_only_where_nothing_else_is_meant() -> None:
+    cast = build_cast([parse_card("People/j.md", JANE)])
+    said = [s.words for s in statements_in("I was very little.\n", cast, "Jane Eyre")]
+    assert said == ["little"]
+    for text in (
+        "I was a little surprised.\n",
+        "I waited a little while.\n",
+        "I was in the middle of the room.\n",
+        "Then I was a little girl.\n",
+        "My small hands were cold.\n",
+    ):
+        assert statements_in(text, cast, "Jane Eyre") == [], text
+    middle = [parse_card("People/r.md", ROCHESTER_FACTS)]
+    assert conflicts("Mr. Rochester was of middle height.\n", ROCHESTER_FACTS) == []
+    assert statements_in("Mr. Rochester was of middle height.\n", build_cast(middle))
+
+
+def test_a_description_reaches_its_owner_across_the_paragraph() -> None:
+    bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Hair:** fair\n"
+    text = (
+        "Bessie Lee must have been a girl of good natural capacity. She was pretty too. "
+        "I remember her as a slim young woman, with black hair, dark eyes.\n"
+    )
+    assert conflicts(text, bessie, narrator="Jane Eyre") == ["Bessie Lee:hair:black"]
+    reed = "# Sarah Reed\n- **Aliases:** Mrs. Reed\n- **Pronouns:** she\n- **Hair:** black\n"
+    text = "Mrs. Reed looked up: her brow was low, her hair nearly flaxen; she said nothing.\n"
+    assert conflicts(text, reed) == ["Sarah Reed:hair:flaxen"]
+    georgiana = "# Georgiana Reed\n- **Pronouns:** she\n- **Hair:** golden\n"
+    text = "Georgiana was indulged. Her beauty, her pink cheeks and raven curls, delighted.\n"
+    assert conflicts(text, georgiana) == ["Georgiana Reed:hair:raven"]
+
+
+def test_a_value_may_be_qualified_but_must_close_its_phrase() -> None:
+    creature = "# The Creature\n- **Aliases:** the wretch\n- **Pronouns:** he\n- **Hair:** black\n"
+    said = "I beheld the wretch. Beautiful! Great God! His hair was of a lustrous {}.\n"
+    assert conflicts(said.format("yellow, and flowing"), creature) == ["The Creature:hair:yellow"]
+    assert conflicts(said.format("yellow colour"), creature) == []
+    assert conflicts("The wretch came. His hair was tied with a yellow ribbon.\n", creature) == []
+
+
+def test_a_journal_or_letter_heading_names_who_says_i() -> None:
+    harker = "# Jonathan Harker\n- **Pronouns:** he\n- **Eyes:** brown\n"
+    lucy = "# Lucy Westenra\n- **Aliases:** Lucy\n- **Pronouns:** she\n- **Hair:** golden\n"
+    mina = "# Mina Murray\n- **Aliases:** Mina\n- **Pronouns:** she\n"
+    journal = "JONATHAN HARKER'S JOURNAL\n\nI began to rub my blue eyes and pinch myself.\n"
+    assert conflicts(journal, harker) == ["Jonathan Harker:eyes:blue"]
+    letter = (
+        "_Letter, Lucy Westenra to Mina Murray._\n\n"
+        '"My dearest Mina,--\n\n"I am blushing to the roots of my black hair as I write.\n'
+    )
+    assert conflicts(letter, harker, lucy, mina) == ["Lucy Westenra:hair:black"]
+
+
+def test_a_first_person_narrator_is_detected_from_who_others_address() -> None:
+    nick = "# Nick Carraway\n- **Aliases:** Nick\n- **Pronouns:** he\n"
+    tom = "# Tom Buchanan\n- **Aliases:** Tom\n- **Pronouns:** he\n"
+    daisy = "# Daisy Buchanan\n- **Aliases:** Daisy\n- **Pronouns:** she\n"
+    cast = build_cast([parse_card(f"People/{i}.md", c) for i, c in enumerate((nick, tom, daisy))])
+    text = (
+        "I drove over to see Tom and Daisy. Tom was on the porch; I followed him in.\n\n"
+        "“What you doing, Nick?” asked Tom.\n\n“I love to see you here, Nick,” said Daisy.\n\n"
+        "I told them. “We don’t know each other, Nick,” she said. I laughed, and Tom laughed.\n"
+    )
+    assert detect_narrator([text], cast) == "Nick Carraway"
+    third = "Tom drove over to see Daisy. “What you doing, Tom?” asked Daisy. Tom laughed.\n"
+    assert detect_narrator([third], cast) is None
+
+
+def test_a_multi_word_alias_is_matched_as_a_phrase() -> None:
+    tower = "# Morwen\n- **Aliases:** the black tower\n- **Pronouns:** she\n"
+    cast = build_cast([parse_card("People/m.md", tower)])
+    text = "The black dog ran to the black\ntower, and the black tower did not move."
+    found = cast.mentions(text)
+    assert [" ".join(text[s:e].split()) for s, e, _ in found] == ["the black tower"] * 2
+    assert {entity for _, _, entity in found} == {"Morwen"}
+
+
+def test_dates_and_distances_are_reported_as_not_checked_with_why() -> None:
+    assert checkability("Distance", "fifty miles from Gateshead")[1].startswith(
+        "distances are not checked"
+    )
+    assert checkability("Born", "1837")[1].startswith("dates are not checked")
+    assert "age" in checkability("Age", "ten")[1]
+
+
+@pytest.fixture
+def novel(tmp_path: Path) -> Path:
+    root = tmp_path / "novel"
+    (root / "Chapters").mkdir(parents=True)
+    (root / "Notes" / "People").mkdir(parents=True)
+    (root / "Notes" / "People" / "Jane Eyre.md").write_text(JANE_HANDED)
+    (root / "Notes" / "People" / "Grace Poole.md").write_text(
+        "# Grace Poole\n- **Pronouns:** she\n- **Hair:** red\n"
+    )
+    (root / "Notes" / "People" / "Alice Fairfax.md").write_text(
+        "# Alice Fairfax\n- **Aliases:** Mrs. Fairfax\n- **Pronouns:** she\n"
+    )
+    (root / "Notes" / "People" / "Sarah Reed.md").write_text(REED)
+    (root / "Chapters" / "Chapter 1.md").write_text(
+        "# CHAPTER I\n\nIt was the first of June, and Miss Gryce snored; the Misses Reed "
+        "and the Reeds slept. Mrs. Fairfax came in; Mrs. Fairfox went out. Miss Gryce "
+        "followed. Adela laughed. Mrs. Fairfax smiled, her eyes were hazel, and Miss "
+        "Abbot said so. “Hush,” said Miss Abbot. Miss Abbot left.\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+def _findings(root: Path) -> list[str]:
+    out = TOOLS.execute(
+        "consistency_checker",
+        {
+            "scene_paths": ["Chapters/Chapter 1.md"],
+            "canon_paths": [f"Notes/People/{n}.md" for n in ("Jane Eyre", "Grace Poole")]
+            + ["Notes/People/Alice Fairfax.md", "Notes/People/Sarah Reed.md"],
+        },
+        Workspace(root),
+    ).output
+    return [f["found"] for f in out["findings"] if f["type"] == "name_variant"]
+
+
+def test_name_variants_are_checked_against_words_plurals_titles_and_the_ignore_list(
+    novel: Path,
+) -> None:
+    # "June" is a month, "Misses" a title, "Reeds" a family, "Miss Gryce" another person
+    # (a given name never follows "Miss" on the cards): only "Fairfox" is a slip.
+    assert _findings(novel) == ["Fairfox"]
+    (novel / ".control-room").mkdir()
+    (novel / ".control-room" / "workspace.json").write_text(
+        json.dumps(
+            {
+                "units": ["Chapters/*.md"],
+                "canon": ["Notes/**/*.md"],
+                "narrator": "Jane Eyre",
+                "ignore_names": ["Fairfox"],
+            }
+        )
+    )
+    assert _findings(novel) == []
+
+
+def test_canon_update_proposes_what_it_read_and_cards_for_people_without_one(
+    novel: Path,
+) -> None:
+    ws = Workspace(novel)
+    result = TOOLS.execute(
+        "canon_checker",
+        {
+            "scene_paths": ["Chapters/Chapter 1.md"],
+            "canon_paths": ["Notes/People/Alice Fairfax.md", "Notes/People/Jane Eyre.md"],
+        },
+        ws,
+    )
+    read = {(r["entity"], r["attribute"]): r for r in result.output["read_in_text"]}
+    assert read[("Alice Fairfax", "eyes")]["values"] == ["hazel"]
+    assert read[("Alice Fairfax", "eyes")]["on_card"] is False
+    assert [u["name"] for u in result.output["uncarded"]] == ["Miss Abbot"]
+    gaps = json.loads(find_canon_gaps("update the canon", [("canon_context", result.summary)]))
+    assert {"entity": "Alice Fairfax", "missing": ["eyes"]} not in gaps["gaps"]
+    assert gaps["proposed"][0]["attribute"] == "eyes"
+    assert gaps["new_cards"][0]["name"] == "Miss Abbot"
+    report = update_canon("update the canon", [("canon_gaps", json.dumps(gaps))])
+    assert "- Alice Fairfax: add eyes = hazel" in report
+    assert "- New card: Miss Abbot" in report
+
+
+def test_every_unmodified_novel_of_the_corpus_passes_the_whole_book_check() -> None:
+    for labels in sorted(CORPUS.glob("*.json")):
+        ws = Workspace(REPO / json.loads(labels.read_text(encoding="utf-8"))["workspace"])
+        found = TOOLS.execute("file_locator", {"require": ["units", "canon"]}, ws).output
+        out = TOOLS.execute(
+            "consistency_checker",
+            {"scene_paths": found["scenes_in_order"], "canon_paths": found["canon"]},
+            ws,
+        ).output
+        assert out["findings"] == [], labels.stem
+        assert all(row["reason"] for row in out["unchecked"]), labels.stem
