@@ -70,4 +70,10 @@ def add_export(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("export", parents=[common], help="write run.json, steps.jsonl, cache.json")
     p.add_argument("run_id")
     p.add_argument("--dir", required=True)
+    p.add_argument(
+        "--tree",
+        action="store_true",
+        help="the run and every run below it as seed 004's session directory (manifest, "
+        ".signals, .live-report, phases/, sentinel/)",
+    )
     p.set_defaults(func=Command("controlroom.api.inspect_cli", "cmd_export"))

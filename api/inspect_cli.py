@@ -238,8 +238,13 @@ def cmd_export(ns: argparse.Namespace) -> int:
     from controlroom.projections.audit import export_run, replay
 
     ctx = open_context(ns)
-    RunService(ctx).load(ns.run_id)
-    written = export_run(replay(ctx.store, ns.run_id), Path(ns.dir))
+    run = RunService(ctx).load(ns.run_id)
+    if ns.tree:
+        from controlroom.projections.tree_export import export_tree
+
+        written = export_tree(ctx.store, run, Path(ns.dir))
+    else:
+        written = export_run(replay(ctx.store, ns.run_id), Path(ns.dir))
     for path in written:
         print(path)
     return EXIT_DONE

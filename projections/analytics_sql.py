@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 10
+LAYOUT: Final = 11
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -68,7 +68,8 @@ TABLES: Final = (
         position BIGINT NOT NULL, run_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
         timestamp TIMESTAMP, recipe_id VARCHAR, task VARCHAR, session_id VARCHAR, trace_id VARCHAR,
         total_steps INTEGER, routed BOOLEAN, error VARCHAR, step_id VARCHAR, reason VARCHAR,
-        owner VARCHAR)""",
+        owner VARCHAR, outcome INTEGER, parent_run_id VARCHAR, root_run_id VARCHAR,
+        depth INTEGER)""",
     """CREATE TABLE step_events (
         position BIGINT NOT NULL, run_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
         timestamp TIMESTAMP, step_id VARCHAR, instance_id VARCHAR, step_index INTEGER, kind VARCHAR,
@@ -129,7 +130,11 @@ VIEWS: Final = (
             arg_max(coalesce(error, reason), position)
                 FILTER (WHERE event_type IN {_TERMINAL}) AS error,
             count(*) FILTER (WHERE event_type = 'RunResumed') AS resumes,
-            count(*) FILTER (WHERE event_type = 'RunClaimed') AS claims
+            count(*) FILTER (WHERE event_type = 'RunClaimed') AS claims,
+            arg_max(outcome, position) FILTER (WHERE event_type IN {_TERMINAL}) AS outcome,
+            any_value(parent_run_id) FILTER (WHERE event_type = 'RunStarted') AS parent_run_id,
+            any_value(root_run_id) FILTER (WHERE event_type = 'RunStarted') AS root_run_id,
+            any_value(depth) FILTER (WHERE event_type = 'RunStarted') AS depth
         FROM run_events GROUP BY run_id),
     dod AS (SELECT run_id, arg_max(passed, position) AS dod_passed
             FROM dod_results GROUP BY run_id),
@@ -145,7 +150,14 @@ VIEWS: Final = (
         epoch(f.finished_at) - epoch(f.started_at) AS duration_s,
         d.dod_passed, coalesce(o.issue_count, 0) AS issue_count,
         f.error, f.total_steps, f.routed, f.resumes, f.claims,
-        coalesce(c.agent_calls, 0) AS agent_calls, c.cost_usd
+        coalesce(c.agent_calls, 0) AS agent_calls, c.cost_usd,
+        -- Seed 004: the code the run ended with (a cancellation is 20 INTERRUPTED; runs
+        -- recorded before codes were read 0 done, 1 failed), and its place in its tree.
+        CASE WHEN f.outcome IS NOT NULL THEN f.outcome
+            WHEN f.ending = 'RunCompleted' THEN 0 WHEN f.ending = 'RunFailed' THEN 1
+            WHEN f.ending = 'RunCancelled' THEN 20 END AS outcome,
+        f.parent_run_id, coalesce(f.root_run_id, f.run_id) AS root_run_id,
+        coalesce(f.depth, 0) AS depth
     FROM folded f LEFT JOIN dod d USING (run_id) LEFT JOIN opened o USING (run_id)
         LEFT JOIN calls c USING (run_id)""",
     f"""CREATE OR REPLACE VIEW steps AS
@@ -335,7 +347,8 @@ def _shape(**fields: object) -> str:
 _V, _I, _B, _D = "VARCHAR", "INTEGER", "BOOLEAN", "DOUBLE"
 _RUN = _shape(
     recipe_id=_V, task={"description": _V}, session_id=_V, trace_id=_V, total_steps=_I,
-    routing="JSON", error=_V, step_id=_V, reason=_V, owner=_V,
+    routing="JSON", error=_V, step_id=_V, reason=_V, owner=_V, outcome=_I,
+    origin={"parent_run_id": _V, "root_run_id": _V, "depth": _I},
 )  # fmt: skip
 _STEP = _shape(
     step_id=_V, instance_id=_V, step_index=_I, kind=_V, phase=_V, tool=_V,
@@ -434,7 +447,8 @@ LOADS: Final = (
         """SELECT position, aggregate_id, event_type, timestamp, j.recipe_id, j.task.description,
         j.session_id, j.trace_id, j.total_steps,
         CASE WHEN event_type = 'RunStarted' THEN j.routing IS NOT NULL END,
-        j.error, j.step_id, j.reason, j.owner
+        j.error, j.step_id, j.reason, j.owner, j.outcome, j.origin.parent_run_id,
+        j.origin.root_run_id, j.origin.depth
     FROM parsed""",
     ),
     Load(
@@ -604,6 +618,17 @@ REPORTS: Final = {
                 AS failure_pct,
             round(avg(duration_s), 3) AS avg_duration_s
         FROM runs GROUP BY recipe_id ORDER BY recipe_id""",
+    ),
+    "run_trees": Report(
+        "Run trees (seed 004): each root with the runs below it, depth, outcomes and cost",
+        """SELECT t.root_run_id, any_value(r.recipe_id) AS root_recipe,
+            any_value(r.outcome) AS root_outcome, count(*) AS runs, max(t.depth) AS deepest,
+            count(*) FILTER (WHERE t.outcome = 0) AS succeeded,
+            count(*) FILTER (WHERE t.outcome NOT IN (0, 12)) AS not_succeeded,
+            sum(t.cost_usd) AS cost_usd, sum(t.agent_calls) AS agent_calls,
+            epoch(max(t.finished_at)) - epoch(min(t.started_at)) AS wall_s
+        FROM runs t JOIN runs r ON r.run_id = t.root_run_id
+        GROUP BY t.root_run_id HAVING count(*) > 1 ORDER BY min(t.started_at)""",
     ),
     "dod_failures": Report(
         "Definition-of-done checks by recipe and check, failures first",

@@ -498,3 +498,26 @@ def test_a_tree_over_its_budget_stops_before_the_next_model_call(ctx: Context) -
     assert tree_spend(ctx.store, root, root).tokens > 1
     stopped = next(r for r in tree if r.outcome == 11 and r.id != root.id)
     assert stopped.recipe is not None and stopped.recipe.recipe_id == "analytical_scene_validate"
+
+
+@pytest.mark.timeout(120)
+def test_a_tree_exports_as_seed_004s_session_directory(ctx: Context, tmp_path: Path) -> None:
+    from controlroom.projections.tree_export import export_tree
+
+    root = _drive(ctx, "manuscript_revision")
+    folder = tmp_path / "session"
+    export_tree(ctx.store, root, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["root_run_id"] == root.id and manifest["outcome_name"] == "PARTIAL_SUCCESS"
+    assert len(manifest["runs"]) == 17
+    assert (folder / ".trace").read_text().strip() == root.trace_id
+    signals = sorted(p.name for p in (folder / ".signals").iterdir())
+    assert len(signals) == 16  # every run below the root
+    assert sum(s.startswith("orch-") for s in signals) == 4  # the coordinator's chapters
+    assert sum(s.endswith(".fail") for s in signals) == 6  # 2 chapter runs, 4 stages
+    first = (folder / ".signals" / signals[0]).read_text()
+    assert 'status: "' in first and f'trace_id: "{root.trace_id}"' in first
+    live = (folder / ".live-report").read_text().splitlines()
+    assert len(live) == sum(len(ctx.store.stream(r.id)) for r in tree_runs(ctx.store, root))
+    phases = sorted(p.name for p in (folder / "phases").iterdir())
+    assert len(phases) == 16 and all((folder / "phases" / p / "run.json").exists() for p in phases)
