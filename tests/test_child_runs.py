@@ -521,3 +521,50 @@ def test_a_tree_exports_as_seed_004s_session_directory(ctx: Context, tmp_path: P
     assert len(live) == sum(len(ctx.store.stream(r.id)) for r in tree_runs(ctx.store, root))
     phases = sorted(p.name for p in (folder / "phases").iterdir())
     assert len(phases) == 16 and all((folder / "phases" / p / "run.json").exists() for p in phases)
+
+
+def test_a_grandchild_needing_refinement_travels_up_by_the_table(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """campaign-less tree: coordinator -> orchestrator -> a sentinel loop that cannot
+    improve (10). The orchestrator re-raises 10; the coordinator re-invokes it once with
+    the resolution; the second 10 is re-raised to the root."""
+    from controlroom.models import offline_roles
+
+    models = {
+        "providers": {
+            "offline": {"type": "offline", "faults": {"careless-1": {"fault": "contradict_canon"}}}
+        },
+        "roles": {"writer": {"provider": "offline", "model": "careless-1"}},
+    }
+    (workspace / ".control-room").mkdir(exist_ok=True)
+    (workspace / ".control-room" / "models.json").write_text(json.dumps(models))
+    monkeypatch.setitem(
+        offline_roles.HANDLERS, "apply_fix_list", lambda task, inputs: dict(inputs)["text"]
+    )
+    stage = {"kind": "child_run", "step_id": "stage", "recipe": "verified_draft_scene"}
+    orchestrator = {"recipe_id": "orch_test", "phase_b": [{**stage, "output_slot": "stage"}]}
+    chapters = {
+        "kind": "child_run",
+        "step_id": "chapters",
+        "recipe": "orch_test",
+        "layer": "coordinator",
+        "output_slot": "chapters",
+    }
+    coordinator = {"recipe_id": "coord_test", "phase_b": [chapters]}
+    write_override(workspace, "orch_test.json", json.dumps(orchestrator))
+    write_override(workspace, "coord_test.json", json.dumps(coordinator))
+    ctx = Context.open(workspace)
+    try:
+        root = _drive(ctx, "coord_test")
+        tree = list(tree_runs(ctx.store, root))
+        orchestrators = [r for r in tree if r.origin.depth == 1]
+        loops = [r for r in tree if r.origin.depth == 2]
+        assert [r.outcome for r in loops] == [10, 10]
+        assert [r.outcome for r in orchestrators] == [10, 10]  # re-raised, not retried
+        first, second = orchestrators
+        assert "resolution" not in first.task.args
+        assert "needs refinement" in str(second.task.args["resolution"])  # re-invoked with it
+        assert (root.status, root.outcome) == (RunStatus.FAILED, 10)
+    finally:
+        ctx.close()
