@@ -234,7 +234,6 @@ def test_an_orchestrator_runs_its_stages_as_child_runs(ctx: Context) -> None:
     assert (root.status, root.outcome) == (RunStatus.DONE, 0)
     children = [ctx.store.load(Run, c) for c in children_of(root)]
     assert [c.recipe.recipe_id for c in children if c and c.recipe] == [
-        "analytical_scene_validate",
         "analytical_consistency",
         "analytical_prose",
     ]
@@ -313,7 +312,7 @@ def test_a_replayed_reaction_starts_no_child_twice(ctx: Context) -> None:
             ctx.store.save(aggregate)
     parent = service.load(root.id)
     assert len(children_of(parent)) == 1
-    assert len(parent.journal_of("validate", ChildRunStarted)) == 1
+    assert len(parent.journal_of("consistency", ChildRunStarted)) == 1
 
 
 def _events(ctx: Context, run_id: str) -> list[DomainEvent]:
@@ -367,10 +366,10 @@ def test_show_lists_the_children_and_the_trees_totals_the_same_both_ways(
         "chapter_revision  failed FAILURE" in line and "attempt 2" in line for line in children
     )
     tree = next(line for line in lines if line.startswith("tree: "))
-    assert tree.startswith("tree: 17 runs, 2 level(s) below")  # 1 + 4 + 12 stages
+    assert tree.startswith("tree: 13 runs, 2 level(s) below")  # 1 + 4 chapters + 8 stages
     assert "outcome: 12 PARTIAL_SUCCESS" in quick.stdout
     detail = json.loads(_cli(workspace, "show", root, "--json").stdout)
-    assert detail["tree"]["runs"] == 17 and detail["tree"]["deepest"] == 2
+    assert detail["tree"]["runs"] == 13 and detail["tree"]["deepest"] == 2
     child = json.loads(_cli(workspace, "show", detail["children"][0]["run_id"], "--json").stdout)
     assert child["parent"] == {
         "run_id": root,
@@ -398,12 +397,11 @@ def test_a_tree_started_over_http_runs_in_the_server(workspace: Path) -> None:
         view = client.get(f"/api/runs/{run_id}").json()
         assert view["outcome"] == 0
         assert [c["recipe_id"] for c in view["children"]] == [
-            "analytical_scene_validate",
             "analytical_consistency",
             "analytical_prose",
         ]
         assert all(c["outcome"] == 0 for c in view["children"])
-        assert view["tree"]["runs"] == 4
+        assert view["tree"]["runs"] == 3
 
 
 @pytest.mark.timeout(120)
@@ -432,7 +430,7 @@ def test_a_worker_runs_a_queued_tree_to_its_end(ctx: Context) -> None:
     asyncio.run(asyncio.wait_for(work(), 100))
     done = service.load(root.id)
     assert (done.status, done.outcome) == (RunStatus.DONE, 0)
-    assert len(children_of(done)) == 3
+    assert len(children_of(done)) == 2
 
 
 class _LaterClock:
@@ -497,7 +495,7 @@ def test_a_tree_over_its_budget_stops_before_the_next_model_call(ctx: Context) -
     assert len(replies) == 1
     assert tree_spend(ctx.store, root, root).tokens > 1
     stopped = next(r for r in tree if r.outcome == 11 and r.id != root.id)
-    assert stopped.recipe is not None and stopped.recipe.recipe_id == "analytical_scene_validate"
+    assert stopped.recipe is not None and stopped.recipe.recipe_id == "analytical_consistency"
 
 
 @pytest.mark.timeout(120)
@@ -509,10 +507,10 @@ def test_a_tree_exports_as_seed_004s_session_directory(ctx: Context, tmp_path: P
     export_tree(ctx.store, root, folder)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["root_run_id"] == root.id and manifest["outcome_name"] == "PARTIAL_SUCCESS"
-    assert len(manifest["runs"]) == 17
+    assert len(manifest["runs"]) == 13
     assert (folder / ".trace").read_text().strip() == root.trace_id
     signals = sorted(p.name for p in (folder / ".signals").iterdir())
-    assert len(signals) == 16  # every run below the root
+    assert len(signals) == 12  # every run below the root
     assert sum(s.startswith("orch-") for s in signals) == 4  # the coordinator's chapters
     assert sum(s.endswith(".fail") for s in signals) == 6  # 2 chapter runs, 4 stages
     first = (folder / ".signals" / signals[0]).read_text()
@@ -520,7 +518,7 @@ def test_a_tree_exports_as_seed_004s_session_directory(ctx: Context, tmp_path: P
     live = (folder / ".live-report").read_text().splitlines()
     assert len(live) == sum(len(ctx.store.stream(r.id)) for r in tree_runs(ctx.store, root))
     phases = sorted(p.name for p in (folder / "phases").iterdir())
-    assert len(phases) == 16 and all((folder / "phases" / p / "run.json").exists() for p in phases)
+    assert len(phases) == 12 and all((folder / "phases" / p / "run.json").exists() for p in phases)
 
 
 def test_a_grandchild_needing_refinement_travels_up_by_the_table(
