@@ -33,6 +33,7 @@ from controlroom.api import (
     runs_args,
     serve_args,
     status_args,
+    whatif_args,
 )
 from controlroom.api.cli_exit import (
     EXIT_BAD_INPUT,
@@ -89,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     catalog_args.add_route(sub, common)
     catalog_args.add_recipes(sub, common)
     inspect_args.add_replay(sub, common)
+    whatif_args.add_replay_test(sub, common)
+    whatif_args.add_diff(sub, common)
+    whatif_args.add_fork(sub, common)
     audit_args.add_parser(sub, common).set_defaults(
         func=Command("controlroom.api.audit_cli", "run_audit", with_context=True)
     )

@@ -37,6 +37,9 @@ def print_run(view: dict[str, Any]) -> None:
             f"parent: {parent['run_id']} at '{parent['instance_id']}' (root "
             f"{parent['root_run_id']}, depth {parent['depth']} of {parent.get('max_depth')})"
         )
+    source = view.get("forked_from")
+    if source:
+        print(f"forked from: {source['run_id']} at step '{source['step']}'")
     for child in view.get("children") or []:
         ended = outcome_label(child.get("outcome")) if child.get("outcome") is not None else ""
         again = f" attempt {child['attempt']}" if child["attempt"] > 1 else ""

@@ -29,7 +29,7 @@ class RunOrigin(_Value):
     task, a parent run's step, or a policy. A child run carries its root run, its depth
     (the root is 0) and its parent's trace id, so nesting can be bounded and followed."""
 
-    kind: Literal["user", "plan_task", "parent_step", "policy"]
+    kind: Literal["user", "plan_task", "parent_step", "policy", "fork"]
     #: For a user: how the run was asked for (`cli`, `http`).
     via: str | None = None
     plan_id: str | None = None
@@ -46,6 +46,9 @@ class RunOrigin(_Value):
     deadline: datetime | None = None
     #: For a policy (and a plan task, which a policy starts): its name.
     policy: str | None = None
+    #: For a fork: the run it was forked from, and the step it ran live from.
+    source_run_id: str | None = None
+    source_step: str | None = None
 
 
 #: What a run written before origins were recorded is read as.
@@ -465,6 +468,24 @@ class StepWaiting(DomainEvent):
     step_id: str
     reason: str
     awaiting: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunForked(DomainEvent):
+    """A fork's record (right after its `RunStarted`) of what it took and what it changed:
+    the steps before `from_step` are the source run's, their events copied (no tool or
+    model called again); from `from_step` on the fork ran live with these changes."""
+
+    type_name: ClassVar[str] = "RunForked"
+    source_run_id: str
+    from_step: str
+    #: How many of the source's events were copied.
+    copied_events: int
+    #: Each template replaced: prompt_type, file, sha256_before, sha256_after.
+    prompts: list[dict[str, Any]] = Field(default_factory=list)
+    #: Each role served by another model: role -> `provider:model`.
+    models: dict[str, str] = Field(default_factory=dict)
+    #: The task's args that changed, with their new values.
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 TERMINAL_EVENTS = (RunCompleted, RunFailed, RunCancelled)

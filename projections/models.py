@@ -110,6 +110,13 @@ class ParentView(ViewModel):
     max_depth: int | None = None
 
 
+class ForkSource(ViewModel):
+    """The run a fork was taken from, and the step it ran live from (`controlroom fork`)."""
+
+    run_id: str | None
+    step: str | None
+
+
 class ChildView(ViewModel):
     """A run this run's `child_run` step started."""
 
@@ -199,6 +206,9 @@ class RunDetail(ViewModel):
         "the step waits for a person's answer to this issue"
     )
     parent: ParentView | None = omitted_when_none("the run that started this one, as a step")
+    forked_from: ForkSource | None = omitted_when_none(
+        "for a fork: the run it was taken from and the step it ran live from"
+    )
     children: list[ChildView] | None = omitted_when_none(
         "the runs this run's child_run steps started, in order"
     )

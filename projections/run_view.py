@@ -142,6 +142,11 @@ class RunView:
                 "depth": origin.get("depth", 0),
                 "max_depth": origin.get("max_depth"),
             }
+        elif origin.get("kind") == "fork":
+            self.run["forked_from"] = {
+                "run_id": origin.get("source_run_id"),
+                "step": origin.get("source_step"),
+            }
 
     def _on_claimed(self, e: dict[str, Any], at: str) -> None:
         self.run["owner"] = e["owner"]

@@ -1,0 +1,263 @@
+"""`controlroom replay-test`: a recorded run as a regression test.
+
+The run is executed again, its recipe as the workspace defines it now, in a scratch copy
+of the workspace with a store of its own (the source run and its store are only read),
+every model request answered from the source run's own replies by the request's sha256
+(`engine/replay_recording.py`). It passes when the replay ends as the source did, with
+the same final slots and the same DoD verdicts. A request the recording does not hold
+(a prompt template, a recipe, a tool or a model changed) fails it, naming the step, the
+recorded and the new request hashes and a diff of the two requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controlroom.domain.errors import RunNotFoundError
+from controlroom.domain.events import DomainEvent
+from controlroom.domain.run import Run
+from controlroom.domain.run_events import (
+    AgentMicroStepResponded,
+    AgentReplyRejected,
+    AgentResponded,
+    DodChecked,
+    FileWritten,
+    ModelAttemptFailed,
+    ModelRequestRecorded,
+    RunOrigin,
+    RunStarted,
+    SlotWritten,
+    StepFailed,
+)
+from controlroom.engine.context import Context
+from controlroom.engine.replay_recording import (
+    Recording,
+    RequestMiss,
+    recorded_replies,
+    replay_clients,
+)
+from controlroom.engine.request_text import request_diff
+from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.config import state_dir
+from controlroom.eventstore.store import EventStore
+from controlroom.models.agents import AgentDirectory, make_client
+from controlroom.models.config import load_models_config
+
+#: What a workspace's state folder holds that is not configuration: never copied.
+_STATE_FILES = ("*.sqlite", "*.sqlite-*", "*.duckdb", "*.duckdb.wal", "*.lock")
+
+
+@dataclass(frozen=True)
+class StepMismatch:
+    """A request of the replay the recording did not hold."""
+
+    step: str
+    recorded_ref: str | None
+    new_ref: str
+    reason: str
+    diff: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "recorded_ref": self.recorded_ref,
+            "new_ref": self.new_ref,
+            "reason": self.reason,
+            "diff": self.diff,
+        }
+
+
+@dataclass
+class ReplayReport:
+    run_id: str
+    replay_run_id: str
+    recipe_id: str
+    status: str
+    replay_status: str
+    requests: list[StepMismatch] = field(default_factory=list)
+    #: Slots whose final content differs: (slot, recorded sha256, replayed sha256).
+    slots: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    #: DoD verdicts that differ: (check index, recorded passed, replayed passed).
+    dod: list[tuple[int, bool | None, bool | None]] = field(default_factory=list)
+    answered: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        same_end = self.status == self.replay_status
+        return same_end and not self.requests and not self.slots and not self.dod
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "replay_run_id": self.replay_run_id,
+            "recipe_id": self.recipe_id,
+            "passed": self.passed,
+            "status": self.status,
+            "replay_status": self.replay_status,
+            "answered_from_recording": self.answered,
+            "request_mismatches": [m.to_json() for m in self.requests],
+            "slot_mismatches": [
+                {"slot": s, "recorded": a, "replayed": b} for s, a, b in self.slots
+            ],
+            "dod_mismatches": [{"check": i, "recorded": a, "replayed": b} for i, a, b in self.dod],
+            "notes": self.notes,
+        }
+
+    def lines(self) -> list[str]:
+        verdict = "PASS" if self.passed else "FAIL"
+        out = [
+            f"{verdict} {self.run_id} ({self.recipe_id}): recorded {self.status}, "
+            f"replayed {self.replay_status}; {self.answered} request(s) answered from the "
+            "recording"
+        ]
+        for miss in self.requests:
+            out.append(
+                f"  step '{miss.step}': request {miss.new_ref} {miss.reason}; "
+                f"recorded request {miss.recorded_ref or '(none for this step)'}"
+            )
+            out += [f"    {line}" for line in miss.diff.splitlines()]
+        for slot, old, new in self.slots:
+            out.append(f"  slot '{slot}': recorded {old or '(none)'}, replayed {new or '(none)'}")
+        for index, old_passed, new_passed in self.dod:
+            out.append(f"  DoD check {index}: recorded {old_passed}, replayed {new_passed}")
+        out += [f"  note: {note}" for note in self.notes]
+        return out
+
+
+def final_slots(events: list[DomainEvent]) -> dict[str, str]:
+    """Each slot's last content hash."""
+    return {e.slot: e.sha256 for e in events if isinstance(e, SlotWritten)}
+
+
+def dod_verdicts(events: list[DomainEvent]) -> dict[int, bool]:
+    checked = [e for e in events if isinstance(e, DodChecked)]
+    return {r.index: r.passed for r in checked[-1].results} if checked else {}
+
+
+def scratch_copy(source: Path, target: Path, events: list[DomainEvent]) -> list[str]:
+    """The workspace as the run found it, as near as its events tell: a copy without the
+    store, the files the run created removed. Returns what could not be put back."""
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        if Path(folder).resolve() != state_dir(source).resolve():
+            return set()
+        import fnmatch
+
+        return {n for n in names if any(fnmatch.fnmatch(n, p) for p in _STATE_FILES)}
+
+    shutil.copytree(source, target, ignore=ignore, symlinks=True)
+    notes: list[str] = []
+    for event in events:
+        if not isinstance(event, FileWritten) or event.already_applied:
+            continue
+        path = target / event.path
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != (
+            event.sha256_after
+        ):
+            continue  # changed since: replayed against what is there now
+        if event.sha256_before is None:
+            path.unlink()
+        else:
+            notes.append(f"{event.path} was replaced by the run; replayed against its new text")
+    return notes
+
+
+def _source_request(
+    service: RunService, events: list[DomainEvent], step: str, miss: RequestMiss
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The request the source run sent at that step (the one of the same prompt type when
+    the step made several calls), as it was sent."""
+    replies = [
+        e
+        for e in events
+        if isinstance(
+            e, AgentResponded | AgentReplyRejected | ModelAttemptFailed | AgentMicroStepResponded
+        )
+        and step in (e.step_id, getattr(e, "instance_id", None))
+    ]
+    same_type = [e for e in replies if getattr(e, "prompt_type", None) == miss.prompt_type]
+    chosen = (same_type or replies)[:1]
+    ref = chosen[0].request_ref if chosen else None
+    for event in events:
+        if isinstance(event, ModelRequestRecorded) and event.ref == ref:
+            return ref, service.request_body(event)
+    return ref, None
+
+
+def _step_of(miss: RequestMiss, replay_events: list[DomainEvent], source: list[DomainEvent]) -> str:
+    """The step that made the request: the replay's step that failed with it, else the
+    source's step of the same prompt type."""
+    for event in replay_events:
+        if isinstance(event, StepFailed) and miss.ref in event.error:
+            return event.instance_id or event.step_id
+    for event in source:
+        if isinstance(event, AgentResponded) and event.prompt_type == miss.prompt_type:
+            return event.step_id
+    return f"({miss.agent_archetype}/{miss.prompt_type})"
+
+
+async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
+    """Replay `run_id` in `scratch` (a folder that must not exist yet) and compare."""
+    events = ctx.store.stream(run_id)
+    if not events or not isinstance(events[0], RunStarted):
+        raise RunNotFoundError(run_id)
+    started = events[0]
+    source_run = ctx.store.load(Run, run_id)
+    assert source_run is not None
+    notes = scratch_copy(ctx.workspace.root, scratch, events)
+
+    recording = Recording(recorded_replies(events))
+    config = load_models_config(scratch)
+    agents = AgentDirectory(config, replay_clients(config.all_providers(), recording, make_client))
+    # The store is named explicitly: a CONTROLROOM_STORE in the environment (the user's
+    # PostgreSQL, say) must never receive the replay's events.
+    store = EventStore.for_workspace(
+        scratch,
+        f"sqlite://{(state_dir(scratch) / 'events.sqlite').resolve()}",
+        max_event_bytes=ctx.settings.max_event_bytes,
+    )
+    replay_ctx = Context.open(scratch, store=store, agents=agents, settings=ctx.settings)
+    try:
+        service = RunService(replay_ctx)
+        request = RunRequest(
+            started.recipe_id,
+            started.task.args,
+            description=started.task.description,
+            is_recipe_id=True,
+            session_plan_task_id=started.task.session_plan_task_id,
+            origin=RunOrigin(kind="user", via="replay-test"),
+        )
+        replayed = await service.execute(service.start(request))
+        replay_events = replay_ctx.store.stream(replayed.id)
+    finally:
+        replay_ctx.close()
+
+    report = ReplayReport(
+        run_id=run_id,
+        replay_run_id=replayed.id,
+        recipe_id=started.recipe_id,
+        status=str(source_run.status),
+        replay_status=str(replayed.status),
+        answered=recording.answered,
+        notes=notes,
+    )
+    source_service = RunService(ctx)
+    for miss in recording.misses:
+        step = _step_of(miss, replay_events, events)
+        old_ref, old_body = _source_request(source_service, events, step, miss)
+        diff = request_diff(old_body, miss.body, f"recorded {old_ref}", f"replayed {miss.ref}")
+        report.requests.append(StepMismatch(step, old_ref, miss.ref, miss.reason, diff))
+    old_slots, new_slots = final_slots(events), final_slots(replay_events)
+    for slot in sorted(set(old_slots) | set(new_slots)):
+        if old_slots.get(slot) != new_slots.get(slot):
+            report.slots.append((slot, old_slots.get(slot), new_slots.get(slot)))
+    old_dod, new_dod = dod_verdicts(events), dod_verdicts(replay_events)
+    for index in sorted(set(old_dod) | set(new_dod)):
+        if old_dod.get(index) != new_dod.get(index):
+            report.dod.append((index, old_dod.get(index), new_dod.get(index)))
+    return report
