@@ -28,7 +28,7 @@ from controlroom.domain.run_events import AgentResponded, ReceiptIssued  # noqa:
 from controlroom.engine.context import Context  # noqa: E402
 from controlroom.engine.service import RunRequest, RunService  # noqa: E402
 
-RUNS_PER_ROUND = 20
+RUNS_PER_ROUND = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 ROUNDS = 5
 STEPS = 11  # 3 tool steps, 5 agents, 2 review gates and the write
 
@@ -45,13 +45,19 @@ class Counter(Aggregate):
 def ours_per_step(service: RunService) -> tuple[float, float]:
     """(whole cost per step, cost per step outside tool and model work) in seconds."""
     run_ids: list[str] = []
+    scenes = service.ctx.workspace.root / "Story" / "Scenes"
+    before = set(scenes.iterdir())
 
     async def runs() -> None:  # one event loop, as in a long-running process
         for _ in range(RUNS_PER_ROUND):
-            run = service.start(RunRequest("creative_draft_scene", {}))
+            run = service.start(RunRequest("creative_draft_scene", {"scene_number": 4}))
             final = await service.execute(run)
             assert final.status.value == "done", final.error
             run_ids.append(run.id)
+            # Drafting refuses a scene already written (in phase A, before any model call):
+            # remove the draft so every run does the same work, drafting scene 4 afresh.
+            for drafted in set(scenes.iterdir()) - before:
+                drafted.unlink()
 
     started = time.perf_counter()
     asyncio.run(runs())

@@ -19,7 +19,7 @@ _SEGMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)(?P<indexes>(\[\d+\])
 _INDEX = re.compile(r"\[(\d+)\]")
 
 TASK_ROOT = "task"
-TASK_FIELDS = frozenset({"description", "args", "initial_args", "session_plan_task_id"})
+TASK_FIELDS = frozenset({"description", "args", "initial_args", "session_plan_task_id", "run_id"})
 
 
 @dataclass(frozen=True)
@@ -69,14 +69,20 @@ def parse_ref(text: str) -> RefPath:
 
 
 def task_context(
-    description: str, args: Mapping[str, Any], session_plan_task_id: int | None
+    description: str,
+    args: Mapping[str, Any],
+    session_plan_task_id: int | None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
-    """The value the `task` root navigates; `args` and `initial_args` are the same map."""
+    """The value the `task` root navigates; `args` and `initial_args` are the same map.
+    `run_id` names a file one run writes (`control-room-reports/x/{{task.run_id}}.md`), so
+    a report is kept per run rather than overwritten by the next."""
     return {
         "description": description,
         "args": dict(args),
         "initial_args": dict(args),
         "session_plan_task_id": session_plan_task_id,
+        "run_id": run_id,
     }
 
 

@@ -1,7 +1,9 @@
-"""task_router per appendix E: deterministic keyword and pattern matching, no model.
+"""task_router per appendix E: deterministic word and pattern matching, no model.
 
-A pattern is a case-insensitive substring, or a regex when written `/like this/`.
-The longest match wins; ties go to the recipe id first in sort order, and say so.
+A pattern is a phrase matched word by word on stems (whole words: "mistakes" is not
+"stakes"; "summarising" is "summarize"), or a regex when written `/like this/`. The most
+specific recipe wins: its matched words weigh more the fewer recipes use them. Ties go to
+the longer pattern, then to the recipe id first in sort order, and say so.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+import snowballstemmer
 from pydantic import JsonValue
 
 from controlroom.domain.recipe import Recipe
@@ -68,43 +71,115 @@ def _unit_key(unit: str) -> str:
 class _Match:
     recipe_id: str
     pattern: str
-    length: int
+    stems: tuple[str, ...]
+    score: float
 
 
-_STEM = re.compile(r"(ations?|ing|ion|ions|ed|es|s|e)$")
+_STEMMER = snowballstemmer.stemmer("english")
+# British and American spellings meet before stemming; both sides of a match go through
+# the same rewriting, so a rewrite only has to be consistent, not a real word.
+_SPELLINGS = {"colour": "color", "grey": "gray", "dialogue": "dialog", "favour": "favor"}
+_ISE = re.compile(r"(?<=[a-z]{3})is(e|es|ed|ing|ation|ations|er|ers)$")
+_STOPWORDS = frozenset(
+    "a an the of to and or for in on at by with my me i it its it's this that these those is "
+    "are was were be been do does did can could would should will please pls you your we our "
+    "us any some all every each there here what which who how whats just up out so as about "
+    "into from if has have had ive i'm im then than too very".split()
+)
+# Words every kind of task uses: they count a little towards a match, never decide it.
+_GENERIC_WORDS = (
+    "scene scenes chapter chapters manuscript book novel story text draft check review make "
+    "find look whole part act first new"
+)
+
+
+@lru_cache(maxsize=8192)
+def _stem(word: str) -> str:
+    word = _SPELLINGS.get(word, word)
+    return str(_STEMMER.stemWord(_ISE.sub(r"iz\1", word)))
 
 
 @lru_cache(maxsize=4096)
 def _stems(text: str) -> tuple[str, ...]:
-    """Cached: routing a task stems its description and every recipe's patterns, the same
-    few hundred strings each time."""
-    return tuple(_STEM.sub("", w) or w for w in re.findall(r"[a-z]+", text.lower()))
+    """The content words of `text`, stemmed: whole words only, so "mistakes" never holds
+    "stakes". Cached: routing stems every recipe's patterns, the same strings each time."""
+    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower().replace("’", "'"))
+    return tuple(_stem(w) for w in words if w not in _STOPWORDS)
 
 
-def _match(pattern: str, description: str) -> int:
-    """Length of the matched text, or 0 when the pattern does not match.
+_GENERIC = frozenset(_stems(_GENERIC_WORDS))
 
-    A plain pattern matches as a substring, or failing that when all its words appear in
-    order with at most two words between ("check the consistency of" matches
-    "check consistency"); words match by stem ("validating" matches "validate")."""
-    if len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/"):
+
+def _close(typed: str, wanted: str) -> bool:
+    """A typo: one letter added, dropped, changed, or two swapped ("wrtie", "consistancy").
+    Short words are never corrected: "tells" is not a misspelt "tall"."""
+    if min(len(typed), len(wanted)) < 5 or abs(len(typed) - len(wanted)) > 1:
+        return False
+    if len(typed) == len(wanted):
+        diff = [i for i, (a, b) in enumerate(zip(typed, wanted, strict=True)) if a != b]
+        if len(diff) == 2 and diff[1] == diff[0] + 1:
+            return typed[diff[0]] == wanted[diff[1]] and typed[diff[1]] == wanted[diff[0]]
+        return len(diff) == 1
+    short, long_ = sorted((typed, wanted), key=len)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def _spelled(words: tuple[str, ...], vocabulary: frozenset[str]) -> tuple[str, ...]:
+    """The description's words with a misspelt pattern word read as that word."""
+    fixed = []
+    for word in words:
+        if word not in vocabulary:
+            word = next((v for v in sorted(vocabulary) if _close(word, v)), word)
+        fixed.append(word)
+    return tuple(fixed)
+
+
+def _find(wanted: tuple[str, ...], words: tuple[str, ...]) -> bool:
+    """All of `wanted` in order in `words`, each at most two content words after the
+    last ("check the consistency of" matches "check consistency")."""
+    for start, word in enumerate(words):
+        if word != wanted[0]:
+            continue
+        position, found = start, True
+        for stem in wanted[1:]:
+            window = words[position + 1 : position + 4]
+            if stem not in window:
+                found = False
+                break
+            position = position + 1 + window.index(stem)
+        if found:
+            return True
+    return False
+
+
+def _weights(recipes: list[Recipe]) -> dict[str, float]:
+    """A stem's weight is its specificity: a word only one recipe's patterns use says more
+    about the request than one many use, and a generic word says little."""
+    users: dict[str, set[str]] = {}
+    for recipe in recipes:
+        for pattern in recipe.task_patterns:
+            if not _is_regex(pattern):
+                for stem in _stems(pattern):
+                    users.setdefault(stem, set()).add(recipe.recipe_id)
+    return {stem: (0.5 if stem in _GENERIC else 3.0 / len(ids)) for stem, ids in users.items()}
+
+
+def _is_regex(pattern: str) -> bool:
+    return len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/")
+
+
+def _match(pattern: str, description: str, words: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The stems a pattern matched (a regex: the stems of the text it matched), or None."""
+    if _is_regex(pattern):
         try:
             found = re.search(pattern[1:-1], description, re.IGNORECASE)
         except re.error:
-            return 0
-        return len(found.group(0)) if found else 0
-    if pattern.lower() in description.lower():
-        return len(pattern)
-    wanted, words = _stems(pattern), _stems(description)
-    if not wanted:
-        return 0
-    position = -1
-    for stem in wanted:
-        window = words[position + 1 : position + 4] if position >= 0 else words
-        if stem not in window:
-            return 0
-        position = position + 1 + window.index(stem) if position >= 0 else words.index(stem)
-    return len(pattern) - 1  # a loose match loses a tie to an exact one
+            return None
+        return (_stems(found.group(0)) or ("",)) if found else None
+    wanted = _stems(pattern)
+    if not wanted or not _find(wanted, words):
+        return None
+    return wanted
 
 
 def initial_args_from(description: str) -> dict[str, JsonValue]:
@@ -142,64 +217,85 @@ def initial_args_from(description: str) -> dict[str, JsonValue]:
     return args
 
 
-_GENERIC = frozenset(
-    _stems(
-        "the a of to and my for in on is are it this that what does do scene scenes chapter "
-        "chapters manuscript book check from with all"
-    )
-)
-
-
 def closest_recipes(description: str, recipes: Iterable[Recipe], limit: int = 3) -> list[str]:
-    """Recipes whose patterns and label share the most word stems with the description."""
-    words = set(_stems(description)) - _GENERIC
+    """Recipes that plausibly fit: they share at least one specific word (not a generic one
+    such as "chapter") with the description, most shared weight first."""
+    recipes = list(recipes)
+    weights = _weights(recipes)
+    words = set(_spelled(_stems(description), frozenset(weights))) - _GENERIC
     scored = []
     for recipe in recipes:
-        vocabulary = set(_stems(" ".join([*recipe.task_patterns, recipe.label, recipe.recipe_id])))
-        shared = len(words & vocabulary)
-        if shared:
+        vocabulary = {s for p in recipe.task_patterns if not _is_regex(p) for s in _stems(p)}
+        shared = sum(weights.get(stem, 0.0) for stem in words & vocabulary)
+        if shared >= 1.0:
             scored.append((-shared, recipe.recipe_id))
     return [recipe_id for _, recipe_id in sorted(scored)[:limit]]
 
 
+def _unroutable(text: str, recipes: list[Recipe]) -> RoutingDecision:
+    closest = closest_recipes(text, recipes)
+    quoted = text.replace('"', "'")
+    hint = f" Closest recipes: {', '.join(closest)}." if closest else ""
+    return RoutingDecision(
+        routable=False,
+        recipe_id=None,
+        reason=(
+            "no recipe fits this request; the Chief must scope it: plan it with "
+            f'`controlroom plan create "{quoted}"`.{hint}'
+        ),
+    )
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+$")
+
+
 def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
+    """The recipe whose patterns best explain the description: each recipe scores the
+    specificity-weighted stems its matching patterns share with it; the highest score wins,
+    then the longest pattern, then the recipe id (and the reason says which)."""
     text = description.strip()
     if not text:
         return RoutingDecision(
             routable=False, recipe_id=None, reason="empty task description; the Chief must scope it"
         )
-    recipes = list(recipes)
-    matches = [
-        _Match(recipe.recipe_id, pattern, length)
-        for recipe in recipes
-        for pattern in recipe.task_patterns
-        if (length := _match(pattern, text))
-    ]
-    if not matches:
-        recipes = list(recipes)
-        closest = closest_recipes(text, recipes)
-        hint = f"; closest recipes: {', '.join(closest)}" if closest else ""
+    if _IDENTIFIER.match(text):
+        # "creative_draft_scenee" is a mistyped recipe id, not a request to read word by word.
         return RoutingDecision(
             routable=False,
             recipe_id=None,
-            reason=f"no recipe's task_patterns match{hint}; the Chief must scope this task",
+            reason=f"'{text}' looks like a recipe id, and no recipe has it; the Chief must "
+            "scope it",
         )
-    best_per_recipe: dict[str, _Match] = {}
-    for m in matches:
-        held = best_per_recipe.get(m.recipe_id)
-        if held is None or m.length > held.length:
-            best_per_recipe[m.recipe_id] = m
-    ranked = sorted(best_per_recipe.values(), key=lambda m: (-m.length, m.recipe_id))
-    best = ranked[0]
+    recipes = list(recipes)
+    weights = _weights(recipes)
+    words = _spelled(_stems(text), frozenset(weights))
+    matched: dict[str, list[_Match]] = {}
+    for recipe in recipes:
+        for pattern in recipe.task_patterns:
+            stems = _match(pattern, text, words)
+            if stems is not None:
+                score = sum(weights.get(s, 1.0) for s in stems)
+                matched.setdefault(recipe.recipe_id, []).append(
+                    _Match(recipe.recipe_id, pattern, stems, score)
+                )
+    if not matched:
+        return _unroutable(text, recipes)
+    ranked = sorted(
+        (
+            (_recipe_score(found, weights), len(best.pattern), best)
+            for found in matched.values()
+            for best in [max(found, key=lambda m: (m.score, len(m.pattern)))]
+        ),
+        key=lambda row: (-row[0], -row[1], row[2].recipe_id),
+    )
+    score, length, best = ranked[0]
     reason = f"matched pattern '{best.pattern}' of recipe '{best.recipe_id}'"
     if len(ranked) > 1:
-        others = ", ".join(f"{m.recipe_id} ('{m.pattern}')" for m in ranked[1:])
-        tie = len(ranked) > 1 and ranked[1].length == best.length
-        reason += (
-            f"; tied on length with {others}, chosen by recipe id"
-            if tie
-            else f"; longest of {len(ranked)} matches (also {others})"
-        )
+        others = ", ".join(f"{m.recipe_id} ('{m.pattern}')" for _, _, m in ranked[1:])
+        if (ranked[1][0], ranked[1][1]) == (score, length):
+            reason += f"; tied with {others}, chosen by recipe id"
+        else:
+            reason += f"; the most specific of {len(ranked)} matches (also {others})"
     return RoutingDecision(
         routable=True,
         recipe_id=best.recipe_id,
@@ -207,3 +303,14 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
         matched_pattern=best.pattern,
         initial_args=initial_args_from(text),
     )
+
+
+def _recipe_score(found: list[_Match], weights: dict[str, float]) -> float:
+    """The weight of every stem the recipe's patterns matched, a stem counted as often as
+    one pattern holds it: a phrase ("beat by beat") counts every word it matched, while two
+    patterns sharing a word ("draft", "draft chapter") do not count it twice."""
+    times: dict[str, int] = {}
+    for match in found:
+        for stem in set(match.stems):
+            times[stem] = max(times.get(stem, 0), match.stems.count(stem))
+    return sum(weights.get(stem, 1.0) * count for stem, count in times.items())

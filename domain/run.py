@@ -608,7 +608,9 @@ class Run(Aggregate):
         return self.status in FINISHED
 
     def task_context(self) -> dict[str, Any]:
-        return task_context(self.task.description, self.task.args, self.task.session_plan_task_id)
+        return task_context(
+            self.task.description, self.task.args, self.task.session_plan_task_id, self.id
+        )
 
     # -- internals --------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from controlroom.domain.run_events import FileWriteIntended
 from controlroom.domain.steps import Ref, WriteFileStep
 from controlroom.domain.templates import placeholders, render
 from controlroom.engine.pinned_write import PinnedFile, Protected
+from controlroom.tools.house_style import house_style
 from controlroom.tools.workspace import STATE_DIR, Workspace
 
 if TYPE_CHECKING:  # performers imports this module to register it
@@ -83,11 +84,15 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
     step = instance.step
     assert isinstance(step, WriteFileStep)
     run = execution.run
-    text = source_text(run, step.source_slot)
-    data = text.encode("utf-8")
-    intended = hashlib.sha256(data).hexdigest()
     wanted, refs = target_path(step, run)
     relative, parts = checked_target(execution.ctx.workspace, wanted)
+    text = source_text(run, step.source_slot)
+    if step.mode == "create":
+        # A new scene or chapter takes the heading form and line endings of those beside
+        # it; derived from the workspace alone, so a resumed step writes the same bytes.
+        text = house_style(execution.workspace, relative, text)
+    data = text.encode("utf-8")
+    intended = hashlib.sha256(data).hexdigest()
     earlier = run.files_written.get(relative)
     if earlier is not None and earlier.step_id != step.step_id:
         raise WorkspaceError(

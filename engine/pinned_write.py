@@ -32,6 +32,8 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 _NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 #: A new file's mode before the umask, as any editor creates one.
 _NEW_FILE_MODE = 0o666
+#: How many names of a folder are looked at to learn its files' usual mode.
+_MODE_SAMPLE = 64
 _NAME_MAX = 255
 
 
@@ -224,11 +226,28 @@ class PinnedFile:
         except OSError as exc:
             raise _error(self.relative, exc, "remove the temporary file beside") from exc
 
+    def _usual_mode(self) -> int | None:
+        """The read/write bits most regular files in the folder share; None when it has
+        none. Execute bits are never copied: a manuscript file is not a program."""
+        modes: dict[int, int] = {}
+        for name in sorted(os.listdir(self._folder))[:_MODE_SAMPLE]:
+            if name == self.name or name.startswith("."):
+                continue
+            try:
+                found = os.stat(name, dir_fd=self._folder, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(found.st_mode):
+                mode = stat.S_IMODE(found.st_mode) & 0o666
+                modes[mode] = modes.get(mode, 0) + 1
+        return max(modes, key=lambda m: (modes[m], m)) if modes else None
+
     def replace_with(self, data: bytes, before: str | None) -> None:
         """Write `data` to a temporary file in the folder, sync it, check the target still
         holds what was read (`before`), rename it over. The folders are created as needed
-        (again without following links) and the file keeps its mode (a new one gets the
-        umask's)."""
+        (again without following links) and the file keeps its mode; a new one takes the
+        mode of the files beside it (a draft beside 0644 chapters is 0644 even under a
+        0077 umask), or the umask's in an empty folder."""
         intended = hashlib.sha256(data).hexdigest()
         if not self._complete:
             self._open_folder(create=True)
@@ -241,8 +260,11 @@ class PinnedFile:
             raise _error(self.relative, exc, "write") from exc
         try:
             try:
-                if existing is not None:
-                    os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+                mode = (
+                    stat.S_IMODE(existing.st_mode) if existing is not None else self._usual_mode()
+                )
+                if mode is not None:
+                    os.fchmod(fd, mode)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]

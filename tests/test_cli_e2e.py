@@ -94,7 +94,7 @@ def test_route_and_recipes_commands(workspace: Path) -> None:
     unroutable = cli("route", "bake bread", "-w", str(workspace))
     assert unroutable.returncode == 3 and "not routable" in unroutable.stdout
     listed = as_json(cli("recipes", "list", "-w", str(workspace), "--json"))
-    assert len(listed) == 11
+    assert len(listed) == 14
     assert cli("recipes", "validate", "-w", str(workspace)).returncode == 0
     shown = as_json(cli("recipes", "show", "structural_canon", "-w", str(workspace)))
     assert shown["recipe_id"] == "structural_canon"

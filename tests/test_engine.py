@@ -82,7 +82,7 @@ def test_every_tool_call_has_a_receipt_linked_to_the_session(workspace: Path) ->
         r.session_id == run.session_id and r.receipt_id.startswith("rcpt_") for r in receipts
     )
     assert receipts[1].args["outline_path"] == "Story/SCN-outline.md"
-    assert receipts[1].input_slot_refs == ["discovery.outline", "task.description"]
+    assert receipts[1].input_slot_refs == ["discovery.outline", "task.description", "task.args"]
     pointers = {
         e.slot: e
         for e in ctx.store.stream(run.id)

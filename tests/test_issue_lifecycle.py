@@ -63,10 +63,16 @@ def test_the_same_finding_in_a_second_run_links_to_the_open_issue(ctx: Context) 
     assert [i.issue_id for i in views.query.issues(run_id=second)] == [issue.issue_id]
     recurred = [e for e in ctx.store.stream(issue.issue_id) if isinstance(e, IssueRecurred)]
     assert [e.run_id for e in recurred] == [second]
-    # The report file was written by the first run and found as it was by the second.
+    # Each run keeps its own report; the latest copy was written by the first run and
+    # found as it was by the second.
     writes = [e for r in (first, second) for e in ctx.store.stream(r) if isinstance(e, FileWritten)]
-    assert [w.path for w in writes] == ["control-room-reports/corrections.md"] * 2
-    assert [w.already_applied for w in writes] == [False, True]
+    assert [w.path for w in writes] == [
+        f"control-room-reports/corrections/{first}.md",
+        "control-room-reports/corrections.md",
+        f"control-room-reports/corrections/{second}.md",
+        "control-room-reports/corrections.md",
+    ]
+    assert [w.already_applied for w in writes] == [False, False, False, True]
     assert (
         "change 'green' to 'grey'"
         in (ctx.workspace.root / "control-room-reports/corrections.md").read_text()
@@ -164,6 +170,10 @@ def test_structural_canon_writes_its_update_file_and_a_rerun_writes_nothing_new(
     report = workspace / "control-room-reports" / "canon-updates.md"
     assert report.is_file() and report.read_text().strip()
     runs = json.loads(cli("runs", "-w", ws, "--json").stdout)
-    second = json.loads(cli("slot", runs[-1]["run_id"], "report_file", "-w", ws, "--json").stdout)
+    last = runs[-1]["run_id"]
+    second = json.loads(cli("slot", last, "latest_report_file", "-w", ws, "--json").stdout)
     assert "already_applied" in json.dumps(second)
+    # One report per run, kept: the second did not overwrite the first's.
+    kept = sorted(p.name for p in (workspace / "control-room-reports" / "canon-updates").iterdir())
+    assert len(kept) == 2 and f"{last}.md" in kept
     assert cli("workspace", "check", "-w", ws).stdout.count("canon cards: 4") == 1

@@ -1,7 +1,11 @@
-"""The task router: deterministic, longest match wins, no model."""
+"""The task router: deterministic, the most specific recipe wins, no model."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import controlroom.domain.packet_steps  # noqa: F401  (registers the playbook's step kinds)
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.router import initial_args_from, route
 from controlroom.prompts.registry import PromptRegistry
@@ -32,7 +36,7 @@ def test_routes_each_kind_of_task_to_its_recipe() -> None:
         assert decision.routable and decision.recipe_id == expected, description
 
 
-def test_the_longest_matching_pattern_wins() -> None:
+def test_the_more_specific_pattern_wins() -> None:
     recipes = [recipe("short", "scene"), recipe("long", "draft scene")]
     decision = route("Draft scene 3", recipes)
     assert decision.recipe_id == "long" and decision.matched_pattern == "draft scene"
@@ -104,3 +108,64 @@ def test_an_unroutable_request_names_the_closest_recipes() -> None:
     assert decision.routable or "closest recipes" in decision.reason
     decision = route("make the villain scarier", BUNDLED)
     assert not decision.routable and "Chief" in decision.reason
+
+
+def test_words_match_whole_and_by_stem_not_as_substrings() -> None:
+    stakes = [recipe("stakes", "stakes")]
+    assert not route("list the mistakes in chapter 2", stakes).routable
+    assert route("what is at stake", stakes).routable
+    validating = [recipe("validate", "validate chapter")]
+    assert route("validating chapters 1-3", validating).recipe_id == "validate"
+    summaries = [recipe("summary", "summarise the book")]
+    assert route("Summarize the book", summaries).routable  # American and British spelling
+    assert route("Summarising my book", summaries).routable
+
+
+def test_a_typo_in_a_long_word_is_read_as_the_word_and_a_short_word_is_not() -> None:
+    assert route("consistancy check", [recipe("c", "consistency")]).routable
+    assert not route("what it tells us", [recipe("t", "tall")]).routable
+
+
+def test_the_most_specific_recipe_wins_over_the_longest_string() -> None:
+    cases = {
+        "Write chapter 13 beat by beat": "write_scene_from_outline",
+        "Summarise chapter 9": "analytical_scene_validate",
+        "Critique chapter 8": "analytical_prose",
+        "Tighten the dialogue in chapter 4": "analytical_prose",
+        "Is she left-handed?": "analytical_consistency",
+        "Add the new facts from chapter 12 to the character notes": "structural_canon",
+        "Write the next chapter": "creative_draft_scene",
+        "summarise the whole book": "structural_outline",
+    }
+    for description, expected in cases.items():
+        decision = route(description, BUNDLED)
+        assert decision.recipe_id == expected, (description, decision.reason)
+
+
+def test_an_unroutable_request_names_plan_create_and_only_fitting_recipes() -> None:
+    decision = route("make the villain scarier", BUNDLED)
+    assert 'controlroom plan create "make the villain scarier"' in decision.reason
+    assert "Closest recipes" not in decision.reason  # nothing there fits
+    decision = route("write a blurb for the back cover", BUNDLED)
+    assert not decision.routable and "Closest recipes:" in decision.reason
+
+
+def test_the_labelled_requests_route_right_on_both_halves() -> None:
+    """bench/router_requests.json: the held-out half was never used to tune patterns."""
+    rows = json.loads(
+        (Path(__file__).parent.parent / "bench" / "router_requests.json").read_text("utf-8")
+    )["requests"]
+    assert len(rows) >= 150
+    for split in ("dev", "held_out"):
+        chosen = [row for row in rows if row["split"] == split]
+        right = [
+            row
+            for row in chosen
+            if (route(row["request"], BUNDLED).recipe_id or None) in row["acceptable"]
+        ]
+        assert len(right) >= 0.9 * len(chosen), split
+
+
+def test_a_mistyped_recipe_id_is_not_read_as_a_request() -> None:
+    decision = route("creative_draft_scenee", BUNDLED)
+    assert not decision.routable and "recipe id" in decision.reason

@@ -332,3 +332,15 @@ def test_serve_takes_up_a_run_stopped_by_a_full_store_disk_once_it_is_freed(
         finally:
             FillDiskTool.filler = None
             ctx.close()
+
+
+def test_a_new_file_takes_the_mode_of_the_files_beside_it(workspace: Path) -> None:
+    """A writer's chapters are 0644; a draft written under a strict umask is too."""
+    scenes = workspace / "Story" / "Scenes"
+    for sibling in scenes.iterdir():
+        sibling.chmod(0o644)
+    with umask(0o077):
+        ctx, service, run = start(workspace, "Story/Scenes/SCN-09-new.md")
+        assert asyncio.run(service.execute(run)).status == RunStatus.DONE
+        ctx.close()
+    assert stat.S_IMODE((scenes / "SCN-09-new.md").stat().st_mode) == 0o644

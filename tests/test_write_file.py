@@ -17,6 +17,7 @@ from controlroom.domain.recipe import Recipe
 from controlroom.domain.recipe_check import validate_recipe
 from controlroom.domain.run import Run, RunStatus
 from controlroom.domain.run_events import (
+    AgentResponded,
     FileWriteIntended,
     FileWritten,
     SlotWritten,
@@ -158,9 +159,10 @@ def test_the_outline_analyzer_names_the_focus_scene_file_or_the_next_one(workspa
         args = {"outline_path": "Story/SCN-outline.md", "focus": focus}
         return tools.execute("outline_analyzer", args, ws).output["target"]
 
-    assert target("Draft scene 4") == {"path": SCENE, "exists": False, "number": 4}
+    fourth = {"path": SCENE, "exists": False, "number": 4, "unit": "scene"}
+    assert target("Draft scene 4") == fourth
     assert target("Redo scene 2")["exists"] is True
-    assert target(None) == {"path": SCENE, "exists": False, "number": 4}  # the next one
+    assert target(None) == fourth  # the next one
 
 
 # -- the engine ------------------------------------------------------------------------------
@@ -361,11 +363,12 @@ def test_the_draft_recipe_writes_the_new_scene_and_checks_that_file(workspace: P
     assert written.path == SCENE and written.sha256_after == sha(scene.read_bytes())
     assert run.dod_results is not None
     assert run.dod_results[-1].detail == f"file '{SCENE}' exists"
-    # The same task again, with the same inputs: no second write, the file is recognised.
+    # The same task again: scene 4 is written now, so the run stops in phase A, naming the
+    # file, before any model is paid to draft what could not be written.
     again = asyncio.run(
         service.execute(service.start(RunRequest("Draft scene 4 from the outline", {})))
     )
-    assert again.status == RunStatus.DONE, again.error
-    (second,) = events(ctx, again.id, FileWritten)
-    assert second.already_applied and second.sha256_after == written.sha256_after
+    assert again.status == RunStatus.FAILED
+    assert f"already written at '{SCENE}'" in str(again.error)
+    assert not events(ctx, again.id, AgentResponded) and not events(ctx, again.id, FileWritten)
     ctx.close()

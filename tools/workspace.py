@@ -155,6 +155,15 @@ class Workspace:
         except OSError as exc:  # not a file we can reach (permissions, a loop of links)
             raise WorkspaceError(f"cannot look at '{relative}': {exc.strerror}") from exc
 
+    def uses_crlf(self, relative: str) -> bool:
+        """The file's lines end in CRLF (`read_text` gives every file LF endings)."""
+        path = self.resolve(relative)
+        try:
+            with path.open("rb") as handle:
+                return b"\r\n" in handle.read(1 << 16)
+        except OSError:
+            return False
+
     def read_text(self, relative: str) -> str:
         """File text, read once per workspace object (a run sees one consistent snapshot).
         Every read is a checkpoint: a tool going through many files stops between two."""

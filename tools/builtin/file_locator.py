@@ -201,6 +201,9 @@ class FileLocator:
             "matches": list(rows[: args.max_results]),
             "scenes": ranked,
             "scenes_in_order": in_order,
+            # Every unit the request names ("chapters 1-12", the manuscript), in order; empty
+            # when it names none (then `scenes[0]` is the best match).
+            "scoped_units": [u.path for u in scoped] if scoped is not None else [],
             "outline": layout.outline,
             "canon": list(layout.canon),
             "counts": counts,

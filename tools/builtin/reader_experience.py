@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 from typing import Any, ClassVar
 
@@ -14,6 +15,7 @@ from controlroom.tools.analysis import (
     words,
 )
 from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.builtin.stakes_mapper import is_thread_term
 from controlroom.tools.workspace import Workspace
 
 WORDS_PER_MINUTE = 230
@@ -33,7 +35,15 @@ class ReaderExperienceSimulator:
 
     def run(self, args: ReaderExperienceArgs, workspace: Workspace) -> ToolResult:
         known: set[str] = set()
-        all_names = name_set(workspace.read_text(path) for path in args.paths)
+        lowercase = {
+            w for path in args.paths for w in re.findall(r"\b[a-z]+\b", workspace.read_text(path))
+        }
+        # Names a reader must learn: not "I'll", "English" or "Perhaps" (see stakes_mapper).
+        all_names = {
+            n
+            for n in name_set(workspace.read_text(path) for path in args.paths)
+            if is_thread_term(n, lowercase)
+        }
         curve: list[dict[str, Any]] = []
         for path in args.paths:
             text = workspace.read_text(path)

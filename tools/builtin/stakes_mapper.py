@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, ClassVar
 
 from controlroom.tools.analysis import name_set, proper_nouns, sentences, stake_cues_in
 from controlroom.tools.base import ToolArgs, ToolResult
 from controlroom.tools.workspace import Workspace
+
+# Capitalised words that name no thread a writer plants: languages and peoples, days and
+# months, titles and forms of address, exclamations.
+_NOT_THREADS = frozenset(
+    """english french german italian spanish dutch russian greek latin irish scotch scottish
+    scots welsh british american european indian chinese japanese turkish swiss roman
+    christian jewish catholic protestant monday tuesday wednesday thursday friday saturday
+    sunday january february march april may june july august september october november
+    december christmas easter mr mrs miss ms dr sir madam madame mademoiselle monsieur lady
+    lord master mister captain colonel doctor reverend god heaven heavens oh ah alas yes
+    ay aye nay americans englishman englishmen englishwoman frenchman frenchmen persian
+    venetian venetians belgian hellenic tory tories whig whigs radical radicals good-bye
+    goodbye""".split()
+)
+
+
+def is_thread_term(term: str, lowercase: set[str]) -> bool:
+    """A capitalised word that could be a planted thread: not a contraction ("I'll"), not a
+    language, day, month or title ("English", "June", "Mrs"), not a word the book also
+    writes in lower case ("Perhaps" opening a sentence; "perhaps" elsewhere)."""
+    if "'" in term or "’" in term or len(term) < 3:
+        return False
+    lowered = term.lower()
+    return lowered not in _NOT_THREADS and lowered not in lowercase
 
 
 class StakesMapperArgs(ToolArgs):
@@ -25,6 +50,9 @@ class StakesMapper:
         mentions: dict[str, list[str]] = {}
         stakes: list[dict[str, Any]] = []
         names = name_set(workspace.read_text(path) for path in args.paths)
+        lowercase = {
+            w for path in args.paths for w in re.findall(r"\b[a-z]+\b", workspace.read_text(path))
+        }
         counts: dict[tuple[str, str], int] = {}
         for path in args.paths:
             text = workspace.read_text(path)
@@ -43,6 +71,8 @@ class StakesMapper:
         # A thread is planted where a name recurs within one scene (two sentences or more);
         # a name passing once is not a setup. Threads are listed in the order they appear.
         for term, where in mentions.items():
+            if not is_thread_term(term, lowercase):
+                continue
             first = where[0]
             uses = counts.get((term, first), 0)
             threads.append(
