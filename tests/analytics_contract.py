@@ -48,23 +48,32 @@ def context(workspace: Path, store: EventStore, model: RecordingModel | None = N
     return Context.open(workspace, store=store, agents=agents)
 
 
+def undrafted(workspace: Path, task: str) -> RunRequest:
+    """The run of `task`; a draft's scene removed first, so the draft runs in full (a scene
+    already written fails in phase A, before any model call)."""
+    if task.startswith("Draft scene 4"):
+        for written in (workspace / "Story" / "Scenes").glob("SCN-04*"):
+            written.unlink()
+    return RunRequest(task, {})
+
+
 def record_history(workspace: Path, store: EventStore, rounds: int = 2) -> dict[str, str]:
     """Runs of every recipe and every ending; returns the special runs' ids by name."""
     service = RunService(context(workspace, store))
     for _ in range(rounds):
         for task in TASKS:
-            asyncio.run(service.execute(service.start(RunRequest(task, {}))))
+            asyncio.run(service.execute(service.start(undrafted(workspace, task))))
     special: dict[str, str] = {}
 
     broken = RunService(context(workspace, store, RecordingModel(2, ModelError("fell over"))))
     special["model_failed"] = asyncio.run(
-        broken.execute(broken.start(RunRequest("Draft scene 4", {})))
+        broken.execute(broken.start(undrafted(workspace, "Draft scene 4")))
     ).id
 
     slow = RecordingModel(1, ModelCallError("rate_limited", "slow down", 429))
     retrying = RunService(context(workspace, store, slow))
     special["retried"] = asyncio.run(
-        retrying.execute(retrying.start(RunRequest("Draft scene 4", {})))
+        retrying.execute(retrying.start(undrafted(workspace, "Draft scene 4")))
     ).id
 
     run = service.start(RunRequest("prose review", {}))
@@ -72,7 +81,7 @@ def record_history(workspace: Path, store: EventStore, rounds: int = 2) -> dict[
     special["cancelled"] = asyncio.run(service.execute(run)).id
 
     crashing = RunService(context(workspace, store, RecordingModel(3, KeyboardInterrupt())))
-    run = crashing.start(RunRequest("Draft scene 4", {}))
+    run = crashing.start(undrafted(workspace, "Draft scene 4"))
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(crashing.execute(run))
     special["resumed"] = asyncio.run(service.resume(run.id)).id

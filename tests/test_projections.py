@@ -30,6 +30,7 @@ from controlroom.projections.models import RunDetail
 from controlroom.projections.run_view import RunView
 from controlroom.projections.runs import RunsProjection
 from controlroom.projections.views import Views
+from tests.analytics_contract import undrafted
 from tests.conftest import APPENDIX_D_KEYS, FIXTURES
 from tests.test_cli_e2e import start_slow_run
 
@@ -45,7 +46,7 @@ def record_runs(workspace: Path, *tasks: str) -> list[str]:
     ctx = Context.open(workspace)
     service = RunService(ctx)
     run_ids = [
-        asyncio.run(service.execute(service.start(RunRequest(task, {})))).id for task in tasks
+        asyncio.run(service.execute(service.start(undrafted(workspace, task)))).id for task in tasks
     ]
     Followers(ctx.store).catch_up()
     ctx.close()
