@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from controlroom.api.run_page import RunState, get_run_state, get_run_states
 from controlroom.domain.errors import RunNotFoundError
 from controlroom.projections.audit import uncovered, verify
 
@@ -147,6 +148,8 @@ async def favicon(request: Request) -> Response:
 #: The dashboard's reads, described in the OpenAPI document like every other endpoint.
 API_ROUTES = [
     Route("/api/runs/{run_id}/verify", verify_run, methods=["GET"]),
+    Route("/api/runs/{run_id}/state", get_run_state, methods=["GET"]),
+    Route("/api/run-states", get_run_states, methods=["GET"]),
     Route("/api/log/head", log_head, methods=["GET"]),
 ]
 #: The page itself: not part of the API.
@@ -216,6 +219,48 @@ def with_dashboard_paths(document: dict[str, Any]) -> dict[str, Any]:
                     "200": ok(Verification, "the verdict"),
                     "401": error("missing or wrong bearer token"),
                     "404": error("not found"),
+                },
+            }
+        },
+        "/api/runs/{run_id}/state": {
+            "get": {
+                "summary": "What the run page says about a run: its shown state and actions",
+                "operationId": "GetRunState",
+                "parameters": [run_id],
+                "responses": {
+                    "200": ok(RunState, "the run as the page shows it"),
+                    "401": error("missing or wrong bearer token"),
+                    "404": error("not found"),
+                },
+            }
+        },
+        "/api/run-states": {
+            "get": {
+                "summary": "The page's word on several runs at once (a page of the runs list)",
+                "operationId": "GetRunStates",
+                "parameters": [
+                    {
+                        "name": "ids",
+                        "in": "query",
+                        "required": False,
+                        "description": "run ids, comma-separated (at most 100)",
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "the runs that exist, in the order asked",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "array",
+                                    "items": {"$ref": "#/components/schemas/RunState"},
+                                }
+                            }
+                        },
+                    },
+                    "400": error("more than 100 ids"),
+                    "401": error("missing or wrong bearer token"),
                 },
             }
         },

@@ -35,12 +35,13 @@ class Queries:
 
     def run(self, run_id: str) -> RunDetail:
         view = self._view(run_id).consolidated()
-        tree = tree_totals(self._state_or_none, run_id) if view.get("children") else None
+        tree = tree_totals(self.state_of, run_id) if view.get("children") else None
         if tree is not None:
             view["tree"] = tree
         return RunDetail.model_validate(view)
 
-    def _state_or_none(self, run_id: str) -> dict[str, Any] | None:
+    def state_of(self, run_id: str) -> dict[str, Any] | None:
+        """A run's folded state (`RunView.to_state()`), None when there is no such run."""
         with self.lock:
             view = runs.load_view(self.conn, run_id)
         return None if view is None else view.to_state()
@@ -112,6 +113,10 @@ class Queries:
         if row is None:
             raise IssueNotFoundError(issue_id)
         return IssueView.model_validate(row)
+
+    def view(self, run_id: str) -> RunView:
+        """The run's fold itself (the page's run state reads it); RunNotFoundError if none."""
+        return self._view(run_id)
 
     def _view(self, run_id: str) -> RunView:
         with self.lock:

@@ -392,8 +392,20 @@ def test_a_tree_started_over_http_runs_in_the_server(workspace: Path) -> None:
         )
         assert started.status_code == 201, started.text
         run_id = started.json()["run_id"]
+        live_tree = read_sse(client, f"/api/runs/{run_id}/events?tree=1")
         feed = read_sse(client, f"/api/runs/{run_id}/events")
         assert feed[-1]["event"] == "RunCompleted"
+        # The tree's feed: the root's events and its children's, in log order, ending
+        # with the root's; followed live or read back once finished, the same events.
+        history_tree = read_sse(client, f"/api/runs/{run_id}/events?tree=1")
+        stored = [m["id"] for m in live_tree if "id" in m]  # partial model text has no id
+        assert stored == [m["id"] for m in history_tree if "id" in m]
+        positions = [int(m["id"]) for m in history_tree if "id" in m]
+        assert positions == sorted(set(positions))
+        runs = {m["data"]["run_id"] for m in history_tree if "id" in m}
+        assert len(runs) == 3 and run_id in runs
+        assert history_tree[-1]["event"] == "RunCompleted"
+        assert history_tree[-1]["data"]["run_id"] == run_id
         view = client.get(f"/api/runs/{run_id}").json()
         assert view["outcome"] == 0
         assert [c["recipe_id"] for c in view["children"]] == [

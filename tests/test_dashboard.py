@@ -205,13 +205,17 @@ def test_a_run_started_from_the_page_shows_each_step_in_full_with_its_prompt(
 def test_cancel_from_the_page_stops_the_run(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, watch: Any
 ) -> None:
-    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", SLOW)
+    # Slower than SLOW: the run must still be running after the confirmation.
+    monkeypatch.setenv("CONTROLROOM_OFFLINE_LATENCY_MS", "2000")
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         run_id = start(client, recipe_id="creative_draft_scene")
         with watch(base) as seen:
             page = seen.open(f"/#/runs/{run_id}")
             page.wait_for_selector('li.step[data-status="running"]')
-            page.click("#cancel-run")
+            page.click("#cancel-run")  # asks first: nothing is cancelled yet
+            page.wait_for_selector("#cancel-confirm")
+            assert client.get(f"/api/runs/{run_id}").json()["status"] != "cancelled"
+            page.click("#cancel-yes")
             page.wait_for_selector('#run-header .badge[data-status="cancelled"]')
             page.wait_for_selector('#timeline li.mark[data-type="RunCancelled"]')
             assert client.get(f"/api/runs/{run_id}").json()["status"] == "cancelled"
@@ -332,8 +336,10 @@ def test_the_verified_badge_turns_red_after_a_byte_of_the_store_changes(
             page.click("#verify-again")
             page.wait_for_selector('#verified[data-verified="false"]')
             assert "v2 changed" in (page.text_content("#verified-box") or "")
+            page.wait_for_selector("#run-header.tampered #header-tampered")  # not only below
             page.reload()
             page.wait_for_selector('#verified[data-verified="false"]')
+            page.wait_for_selector("#run-header.tampered #header-tampered")
             seen.shot("tampered")
 
 
@@ -405,7 +411,13 @@ def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch:
         read_sse(client, f"/api/runs/{run_id}/events")
         page = seen.open(f"/#/runs/{run_id}")
         page.wait_for_selector('#run-header .badge[data-status="failed"]')
-        page.wait_for_selector("#retry-run")
+        # Its Definition of Done failed, not a step: no "retry from the failed step", which
+        # the server refuses (in the API's words), but a retry from a step the person picks.
+        page.wait_for_selector('#run-failure-kind[data-kind="dod"]')
+        assert page.query_selector("#retry-run") is None
+        refused = client.post(f"/api/runs/{run_id}/retry", json={})
+        assert refused.status_code == 400 and "--from" not in refused.text
+        assert page.inner_text("#dod-verdict") == "failed"
         page.click('li.step[data-instance="review"]')
         page.click("#retry-from-step")
         page.wait_for_selector('#timeline li.mark[data-type="RunRetried"]')
@@ -413,6 +425,26 @@ def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch:
         page.wait_for_selector('#run-header .badge[data-status="failed"]')
         retried = [e["type"] for e in client.get(f"/api/runs/{run_id}/audit").json()["events"]]
         assert retried.count("RunRetried") == 1
+
+        # Opened afresh, the page folds the whole stream, not up to the first failure.
+        read_sse(client, f"/api/runs/{run_id}/events")
+        page.goto(f"{base}/#/")
+        page.goto(f"{base}/#/runs/{run_id}")
+        page.wait_for_selector('li.step[data-instance="review#2"]')
+        page.wait_for_selector('#run-header .badge[data-status="failed"]')
+        page.click("#events-panel summary")
+        page.wait_for_function(
+            f"document.querySelectorAll('#event-log tr').length === {len(retried)}"
+        )
+        page.click("#event-log tr:last-child details.raw summary")
+        raw = json.loads(page.inner_text("#event-log tr:last-child pre.raw-json"))
+        assert raw["type"] == retried[-1] and raw["version"] == len(retried)
+
+        # Retried elsewhere (the CLI, another tab) while the page shows its ending: the page
+        # learns it from the server's word on the run and follows the run again.
+        again = client.post(f"/api/runs/{run_id}/retry", json={"from": "review"})
+        assert again.status_code == 200, again.text
+        page.wait_for_selector('li.step[data-instance="review#3"]', timeout=20_000)
         assert seen.problems == []
 
 
@@ -487,4 +519,76 @@ def test_the_analytics_reports_show_as_tables_and_charts(workspace: Path, watch:
         bars = page.eval_on_selector_all("#report-chart rect.bar", "bars => bars.length")
         assert bars == len(expected["rows"]) > 0
         seen.shot("analytics")
+        assert seen.problems == []
+
+
+def test_typed_args_go_out_and_the_list_says_step_cost_and_failure_kind(
+    workspace: Path, watch: Any
+) -> None:
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        failed = start(client, task="consistency check")  # its DoD fails on purpose
+        read_sse(client, f"/api/runs/{failed}/events")
+        page = seen.open("/")
+        page.wait_for_selector(f'tr[data-run-id="{failed}"] .failure-kind')
+        assert page.inner_text(f'tr[data-run-id="{failed}"] .failure-kind') == "DoD failed"
+        steps = page.inner_text(f'tr[data-run-id="{failed}"] td.step')
+        done, total = steps.split()[0].split("/")
+        assert int(done) == int(total) > 0  # every step ran; its Definition of Done failed
+        assert "tok" in page.inner_text(f'tr[data-run-id="{failed}"] td.cost')
+
+        # Sent as the CLI sends `--arg scene_number=2`: a number, shown before it goes (the
+        # tool reads it: a string "2" was ignored, and every scene reviewed).
+        page.select_option("#start-recipe", "analytical_prose")
+        page.fill("#start-extra", "scene_number=2\nnote=nine")
+        assert json.loads(page.inner_text("#start-args-preview")) == {
+            "scene_number": 2,
+            "note": "nine",
+        }
+        page.click("#start-button")
+        page.wait_for_selector('#run-header .badge[data-status="done"]')
+        run_id = page.evaluate("() => decodeURIComponent(location.hash.split('/').pop())")
+        assert client.get(f"/api/runs/{run_id}/state").json()["args"] == {
+            "scene_number": 2,
+            "note": "nine",
+        }
+        assert page.inner_text("#run-args") == 'scene_number=2, note="nine"'
+        page.wait_for_selector("#waterfall .bars li")
+
+        # The list: sorted oldest first, then only the runs of a day with none.
+        page.goto(f"{base}/#/")
+        page.wait_for_selector(f'tr[data-run-id="{run_id}"]')
+        page.select_option("#sort-runs", "oldest")
+        order = page.eval_on_selector_all("#runs tbody tr", "r => r.map(x => x.dataset.runId)")
+        assert order == [failed, run_id]
+        page.fill("#filter-to", "2000-01-01")
+        page.wait_for_function("document.querySelectorAll('#runs tbody tr').length === 0")
+        assert page.inner_text("#page-label").startswith("page 1 of 1")
+        assert seen.problems == []
+
+
+def test_a_run_tree_shows_its_children_and_totals_and_links_both_ways(
+    workspace: Path, watch: Any
+) -> None:
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        run_id = start(client, recipe_id="chapter_revision", args={"scene_number": 1})
+        read_sse(client, f"/api/runs/{run_id}/events")
+        page = seen.open(f"/#/runs/{run_id}")
+        page.wait_for_selector("#run-children li")
+        children = page.query_selector_all("#run-children li")
+        assert len(children) == 2
+        assert "analytical_consistency" in children[0].inner_text()
+        assert "SUCCESS" in children[0].inner_text()
+        assert page.inner_text("#run-tree-totals").startswith("Tree: 3 runs, 1 level(s) below")
+        child = children[0].get_attribute("data-run")
+        page.click(f'#run-children li[data-run="{child}"] a')
+        page.wait_for_selector("#run-parent")
+        assert run_id in page.inner_text("#run-parent")
         assert seen.problems == []

@@ -56,6 +56,15 @@ def test_an_issue_is_read_with_its_trail_and_closed_and_reopened_from_the_page(
         page.wait_for_selector('h1 .badge[data-status="open"]')
         history = client.get(f"/api/issues/{issue['issue_id']}").json()["history"]
         assert [h["event"] for h in history][-3:] == ["commented", "closed", "reopened"]
+
+        # The list is live: an issue closed elsewhere (the CLI, another tab) shows closed.
+        page.goto(f"{base}/#/issues")
+        row = f'#issues tr[data-issue-id="{issue["issue_id"]}"]'
+        page.wait_for_selector(f'{row} .badge[data-status="open"]')
+        page.wait_for_selector('#connection[data-state="live"]')
+        closed = client.post(f"/api/issues/{issue['issue_id']}/close", json={"reason": "done"})
+        assert closed.status_code == 200, closed.text
+        page.wait_for_selector(f'{row} .badge[data-status="closed"]')
         assert seen.problems == []
 
 

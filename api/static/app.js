@@ -10,6 +10,7 @@ import { showConference, showConferences } from "./conferences.js";
 import { showPipeline, showPipelines } from "./pipelines.js";
 import { showRun } from "./run.js";
 import { showRuns } from "./runs.js";
+import { setConnection } from "./status.js";
 
 const view = document.getElementById("view");
 const tokenForm = document.getElementById("token-form");
@@ -35,6 +36,7 @@ const ROUTES = [
 function route() {
   if (current) current();
   current = null;
+  setConnection("idle"); // a view with a live feed says so itself: no "live" left behind
   const hash = location.hash || "#/";
   for (const link of document.querySelectorAll("[data-nav]")) {
     const section = ["issues", "plans", "pipelines", "conferences", "analytics"].find((s) => hash.startsWith(`#/${s}`)) || "runs";
@@ -87,6 +89,12 @@ tokenForm.addEventListener("submit", async (event) => {
   }
   tokenForm.hidden = true;
   route();
+});
+
+// The skip link moves focus to the view; following its `#view` would be read as a route.
+document.getElementById("skip-link").addEventListener("click", (event) => {
+  event.preventDefault();
+  view.focus();
 });
 
 window.addEventListener("hashchange", route);

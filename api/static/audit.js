@@ -84,7 +84,7 @@ function auditView(at) {
   return h(
     "div",
     {},
-    h("p", {}, "status ", badge(at.status), ` · phase ${at.phase || "–"} · step ${at.current_step_index} of ${at.total_steps}`),
+    h("p", {}, "status ", badge(at.status), ` · phase ${at.phase || "–"} · step ${at.current_step_index + 1} of ${at.total_steps}`),
     h(
       "table",
       { class: "audit-steps" },

@@ -4,6 +4,7 @@
 
 import { api, Feed } from "./api.js";
 import { badge, h, pre, replace, section, throttle, when } from "./dom.js";
+import { setConnection } from "./status.js";
 
 export async function showConferences(root) {
   const rounds = await api("/api/conferences");
@@ -83,6 +84,6 @@ export async function showConference(root, roundId) {
     round = await api(base);
     render();
   }, 150);
-  const feed = new Feed(`${base}/events`, { onEvent: () => refresh(), isDone: () => round.status === "closed" || round.status === "failed" }).start();
+  const feed = new Feed(`${base}/events`, { onEvent: () => refresh(), onState: setConnection, isDone: () => round.status === "closed" || round.status === "failed" }).start();
   return () => feed.stop();
 }

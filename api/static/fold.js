@@ -1,5 +1,7 @@
-// One run's events folded into what its page shows: the same fold the server's run view
-// makes, kept in the page so each event (and each partial) updates it at once.
+// One run's events folded into its timeline and step details, in the page so each event
+// (and each streamed partial) is drawn at once. What the page *says* about the run — its
+// status, whether anything advances it, the valid actions, its totals — is not decided
+// here but by the server's fold (`RunView`, via GET /api/runs/{id}/state: see run.js).
 
 export function newRun(runId) {
   return {

@@ -2,9 +2,12 @@
 
 import { api } from "./api.js";
 import { badge, h, json, pre, replace, section, when } from "./dom.js";
+import { followTypes } from "./live.js";
+
+const ISSUE_EVENTS = ["IssueOpened", "IssueClosed", "IssueAnswered", "IssueReopened", "IssueCommented", "IssueRecurred"];
 
 export async function showIssues(root) {
-  const issues = await api("/api/issues");
+  let issues = await api("/api/issues");
   const status = h("select", { id: "issue-status", "aria-label": "status" }, ["", "open", "closed"].map((s) => h("option", { value: s }, s || "any status")));
   const tbody = h("tbody");
   function render() {
@@ -31,6 +34,11 @@ export async function showIssues(root) {
     h("table", { class: "issues", id: "issues" }, h("thead", {}, h("tr", {}, ["status", "title", "kind", "run", "opened"].map((c) => h("th", {}, c)))), tbody),
   );
   render();
+  const feed = await followTypes(ISSUE_EVENTS, async () => {
+    issues = await api("/api/issues");
+    render();
+  });
+  return () => feed.stop();
 }
 
 export async function showIssue(root, issueId) {

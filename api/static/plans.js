@@ -4,9 +4,29 @@
 
 import { api, Feed } from "./api.js";
 import { badge, errorBox, h, replace, section, throttle, when } from "./dom.js";
+import { followTypes } from "./live.js";
+import { setConnection } from "./status.js";
+
+const PLAN_EVENTS = ["PlanCreated", "PlanApproved", "PlanStarted", "PlanPaused", "PlanResumed", "PlanFinished", "TaskRunRequested", "TaskFinished", "TaskRemoved", "TasksReordered"];
 
 export async function showPlans(root) {
-  const plans = await api("/api/plans");
+  let plans = await api("/api/plans");
+  const rows = h("tbody", {});
+  function renderRows() {
+    replace(
+      rows,
+      plans.map((p) =>
+        h(
+          "tr",
+          { dataset: { planId: p.plan_id } },
+          h("td", {}, badge(p.status)),
+          h("td", {}, h("a", { href: `#/plans/${encodeURIComponent(p.plan_id)}` }, p.intent)),
+          h("td", {}, `${p.done}/${p.tasks} done${p.needs_scoping ? `, ${p.needs_scoping} to scope` : ""}`),
+          h("td", {}, when(p.created_at)),
+        ),
+      ),
+    );
+  }
   const intent = h("input", { id: "plan-intent", type: "text", placeholder: "What do you want done? e.g. Write scene 4, then check consistency of scenes 3-4", "aria-label": "intent" });
   const failure = h("p", { class: "error", hidden: true });
   async function create(event) {
@@ -28,22 +48,15 @@ export async function showPlans(root) {
       "table",
       { class: "plans", id: "plans" },
       h("thead", {}, h("tr", {}, ["status", "intent", "tasks", "created"].map((c) => h("th", {}, c)))),
-      h(
-        "tbody",
-        {},
-        plans.map((p) =>
-          h(
-            "tr",
-            { dataset: { planId: p.plan_id } },
-            h("td", {}, badge(p.status)),
-            h("td", {}, h("a", { href: `#/plans/${encodeURIComponent(p.plan_id)}` }, p.intent)),
-            h("td", {}, `${p.done}/${p.tasks} done${p.needs_scoping ? `, ${p.needs_scoping} to scope` : ""}`),
-            h("td", {}, when(p.created_at)),
-          ),
-        ),
-      ),
+      rows,
     ),
   );
+  renderRows();
+  const feed = await followTypes(PLAN_EVENTS, async () => {
+    plans = await api("/api/plans");
+    renderRows();
+  });
+  return () => feed.stop();
 }
 
 export async function showPlan(root, planId) {
@@ -167,6 +180,7 @@ export async function showPlan(root, planId) {
   }, 150);
   const feed = new Feed(`${base}/events`, {
     onEvent: () => refresh(),
+    onState: setConnection,
     isDone: () => plan.status === "done" || plan.status === "failed",
   }).start();
   return () => feed.stop();

@@ -4,15 +4,27 @@
 
 import { api, ApiError, Feed, offers } from "./api.js";
 import { showAudit, showVerified } from "./audit.js";
-import { badge, duration, errorBox, h, replace, section, when } from "./dom.js";
+import { badge, duration, errorBox, formatMs, h, replace, section, when } from "./dom.js";
 import { fold, foldPartial, newRun } from "./fold.js";
 import { stepDetail } from "./step.js";
 import { setConnection } from "./status.js";
+
+// The events after which the server's word on the run (status, actions, totals) changes.
+const SAYS_SOMETHING = new Set([
+  "RunStarted", "RunClaimed", "RunReleased", "RunResumed", "RunRetried", "RunCompleted", "RunFailed", "RunCancelled",
+  "StepStarted", "StepCompleted", "StepFailed", "StepWaiting", "HumanAnswered", "DodChecked", "AgentResponded", "AgentReplyRejected",
+]);
 
 export async function showRun(root, runId) {
   const base = `/api/runs/${encodeURIComponent(runId)}`;
   const run = newRun(runId);
   let canRetry = false; // until the OpenAPI document says the server offers it
+  // What the page says about the run (status, actions, totals) is the server's fold of the
+  // whole stream (GET /state, the one `controlroom show` prints); this page's own fold of
+  // the events only draws the timeline as they stream. Nothing is said before it arrives.
+  let state = null;
+  let confirmingCancel = false;
+  let tampered = false;
   let selected = null; // the instance shown in full; null: follow the running step
   let shownRev = -1;
   let shownInstance = null;
@@ -26,12 +38,13 @@ export async function showRun(root, runId) {
   const issues = h("div", { id: "run-issues" });
   const verified = h("div", { id: "verified-box" });
   const audit = h("div", { id: "audit" });
+  const waterfall = h("div", { id: "waterfall", class: "waterfall" });
   const eventLog = h("tbody", { id: "event-log" });
   const eventsPanel = h(
     "details",
     { class: "panel", id: "events-panel" },
     h("summary", {}, "Events"),
-    h("table", { class: "events" }, h("thead", {}, h("tr", {}, ["position", "version", "type", "time"].map((c) => h("th", {}, c)))), eventLog),
+    h("table", { class: "events" }, h("thead", {}, h("tr", {}, ["position", "version", "type", "time", "event"].map((c) => h("th", { scope: "col" }, c)))), eventLog),
   );
   replace(
     root,
@@ -44,6 +57,7 @@ export async function showRun(root, runId) {
       detail,
     ),
     h("div", { class: "run-lower" }, section("Definition of done", dod), section("Issues", issues)),
+    section("Waterfall", waterfall),
     section("Audit", verified, audit),
     eventsPanel,
   );
@@ -56,7 +70,17 @@ export async function showRun(root, runId) {
       h("td", {}, String(e.version)),
       h("td", {}, e.type),
       h("td", {}, when(e.timestamp)),
+      // The stored event as JSON, built only when opened (a run may hold thousands).
+      h("td", {}, rawEvent(e)),
     );
+  }
+
+  function rawEvent(e) {
+    const box = h("details", { class: "raw" }, h("summary", {}, "JSON"));
+    box.addEventListener("toggle", () => {
+      if (box.open && box.children.length === 1) box.appendChild(h("pre", { class: "raw-json" }, JSON.stringify({ type: e.type, version: e.version, position: e.position, timestamp: e.timestamp, data: e.data }, null, 2)));
+    });
+    return box;
   }
 
   // Rows for hundreds of events are built only when someone opens the list.
@@ -77,38 +101,82 @@ export async function showRun(root, runId) {
     renderTimeline();
     renderDetail();
     renderDod();
+    renderWaterfall();
   }
 
   function schedule() {
     if (frame === null) frame = requestAnimationFrame(render);
   }
 
-  // What every model reply of the run cost (priced models): accepted, rejected, ladder calls.
-  function runCost() {
-    const costs = [];
-    for (const s of run.steps.values()) {
-      for (const c of [s.response, ...s.rejections, ...(s.ladderCalls || [])]) {
-        if (c && typeof c.cost_usd === "number") costs.push(c.cost_usd);
-      }
-    }
-    return costs.length ? costs.reduce((a, b) => a + b, 0) : null;
+  function shownStatus() {
+    return state ? state.shown : "loading";
   }
 
-  function renderHeader() {
+  function actionButtons() {
     const actions = [];
-    if (run.status === "running" || run.status === "pending") {
-      actions.push(h("button", { type: "button", class: "danger", id: "cancel-run", onclick: cancel }, "Cancel run"));
+    if (!state) return actions;
+    if (state.actions.includes("cancel")) {
+      if (confirmingCancel) {
+        actions.push(
+          h("span", { id: "cancel-confirm", role: "group", "aria-label": "confirm cancel" },
+            "Cancel this run? It stops at once and cannot continue. ",
+            h("button", { type: "button", class: "danger", id: "cancel-yes", onclick: cancel }, "Yes, cancel it"), " ",
+            h("button", { type: "button", id: "cancel-no", onclick: () => ((confirmingCancel = false), schedule()) }, "Keep it running")),
+        );
+      } else {
+        actions.push(h("button", { type: "button", class: "danger", id: "cancel-run", onclick: () => ((confirmingCancel = true), schedule()) }, "Cancel run…"));
+      }
     }
-    if (run.status === "running" && !heldByALiveLease()) {
+    if (state.actions.includes("resume")) {
       actions.push(h("button", { type: "button", id: "resume-run", onclick: resume }, "Resume"));
     }
-    if (run.status === "failed" && canRetry) {
+    if (state.actions.includes("retry") && canRetry) {
       actions.push(h("button", { type: "button", id: "retry-run", onclick: () => retry(null) }, "Retry from the failed step"));
     }
-    actions.push(compareControl());
+    return actions;
+  }
+
+  function failureText() {
+    if (!state || state.status !== "failed") return null;
+    if (state.failure_kind === "dod") return "Its Definition of Done failed (every step ran). To try again, open a step and choose “Retry from here”.";
+    if (state.failure_kind === "step") return "A step failed.";
+    return null;
+  }
+
+  function tokensText() {
+    if (!state) return "";
+    const cost = state.cost_usd === null ? "not priced" : `$${state.cost_usd.toFixed(6)}`;
+    return `${cost} · ${state.input_tokens} in + ${state.output_tokens} out tokens`;
+  }
+
+  function argsText() {
+    if (!state) return "";
+    const entries = Object.entries(state.args);
+    return entries.length ? entries.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ") : "none";
+  }
+
+  // The header's facts and its actions are rebuilt apart, each only when what it shows
+  // changed: a button stays the same node (focus, a click under way) while events stream.
+  const headerFacts = h("div", { id: "run-facts" });
+  const headerActions = h("div", { class: "actions", id: "run-actions" });
+  header.append(headerFacts, headerActions);
+  let headerKey = null;
+  let actionsKey = null;
+  function renderHeader() {
+    const status = shownStatus();
+    const forActions = JSON.stringify([state && state.actions, confirmingCancel, canRetry, run.recipeId]);
+    if (forActions !== actionsKey) {
+      actionsKey = forActions;
+      replace(headerActions, actionButtons(), compareControl());
+    }
+    const key = JSON.stringify([state, tampered, run.recipeId, run.task && run.task.description, run.completedAt, run.owner, run.error, Boolean(run.waitingForPerson)]);
+    if (key === headerKey) return;
+    headerKey = key;
+    header.classList.toggle("tampered", tampered);
     replace(
-      header,
-      h("h1", {}, runId, " ", badge(run.status)),
+      headerFacts,
+      h("h1", {}, runId, " ", state ? badge(status) : h("span", { class: "badge muted", dataset: { status: "loading" } }, "loading…"), tampered ? [" ", h("span", { class: "badge status-failed", id: "header-tampered" }, "✗ store tampered")] : null),
+      h("p", { class: "sr-only", role: "status", id: "run-status-live" }, state ? `Run ${runId} is ${status}` : ""),
       h(
         "dl",
         { class: "facts" },
@@ -116,21 +184,119 @@ export async function showRun(root, runId) {
         h("dd", {}, run.recipeId || ""),
         h("dt", {}, "task"),
         h("dd", { id: "run-task" }, run.task ? run.task.description : ""),
+        h("dt", {}, "args"),
+        h("dd", { id: "run-args" }, argsText()),
         h("dt", {}, "started"),
         h("dd", {}, when(run.createdAt)),
         h("dt", {}, "took"),
         h("dd", {}, duration(run.createdAt, run.completedAt)),
         h("dt", {}, "progress"),
-        h("dd", {}, `${[...run.steps.values()].filter((s) => s.status === "done").length} of ${run.totalSteps} steps`),
+        h("dd", { id: "run-progress" }, state ? `${state.steps_done} of ${state.total_steps} steps${state.current_step ? ` · at ${state.current_step}` : ""}` : ""),
         run.owner ? [h("dt", {}, "owner"), h("dd", {}, run.owner)] : null,
-        runCost() !== null ? [h("dt", {}, "cost"), h("dd", { id: "run-cost" }, `$${runCost().toFixed(6)} (every reply paid for, rejected ones included)`)] : null,
+        h("dt", {}, "cost"),
+        h("dd", { id: "run-cost" }, tokensText()),
       ),
+      state && state.reason ? h("p", { class: "error", id: "run-stalled" }, state.reason) : null,
       run.error ? h("p", { class: "error", id: "run-error" }, run.error) : null,
+      failureText() ? h("p", { class: "error", id: "run-failure-kind", dataset: { kind: state.failure_kind } }, failureText()) : null,
+      treeFacts(),
       run.waitingForPerson && run.status === "running"
         ? h("p", { class: "error", id: "run-waiting-person" }, `Waiting for a person (${run.waitingForPerson.owner || "user"}) at ${run.waitingForPerson.instance}: `, h("a", { href: `#/issues/${encodeURIComponent(run.waitingForPerson.issueId)}` }, "read the story and answer"))
         : null,
-      h("div", { class: "actions" }, actions),
     );
+  }
+
+  // Seed 004's run tree: the run that started this one, the runs it started (each with the
+  // code it ended with), and the whole tree rolled up, all from the server's /state.
+  const OUTCOMES = { 0: "SUCCESS", 1: "FAILURE", 2: "DEPTH_EXCEEDED", 3: "HUMAN_INPUT", 10: "NEEDS_REFINEMENT", 11: "NEEDS_ESCALATION", 12: "PARTIAL_SUCCESS", 20: "INTERRUPTED", 21: "TIMEOUT" };
+  function runLink(id) {
+    return h("a", { href: `#/runs/${encodeURIComponent(id)}` }, id);
+  }
+  function treeFacts() {
+    if (!state || (!state.parent && !(state.children || []).length)) return null;
+    const parent = state.parent
+      ? h("p", { id: "run-parent" }, "Started by ", runLink(state.parent.run_id), ` at step ${state.parent.instance_id} · depth ${state.parent.depth} of ${state.parent.max_depth ?? "?"}`)
+      : null;
+    const tree = state.tree;
+    const totals = tree
+      ? h("p", { id: "run-tree-totals" }, `Tree: ${tree.runs} runs, ${tree.deepest} level(s) below, $${tree.cost_usd.toFixed(4)}, ${tree.input_tokens} in + ${tree.output_tokens} out tokens`)
+      : null;
+    const children = (state.children || []).length
+      ? h(
+          "ul",
+          { id: "run-children", "aria-label": "runs this run started" },
+          state.children.map((c) =>
+            h(
+              "li",
+              { dataset: { run: c.run_id } },
+              badge(c.status),
+              " ",
+              runLink(c.run_id),
+              ` ${c.recipe_id} · step ${c.instance_id}${c.attempt > 1 ? ` · attempt ${c.attempt}` : ""}`,
+              c.outcome !== undefined && c.outcome !== null ? h("span", { class: "muted" }, ` · ${OUTCOMES[c.outcome] || `code ${c.outcome}`}`) : null,
+            ),
+          ),
+        )
+      : null;
+    return h("div", { id: "run-tree" }, parent, totals, children);
+  }
+
+  // When each step ran, on one time axis: its start, its length, its waits and attempts.
+  // A step still "running" in an interrupted run is drawn up to its last event, never to
+  // now: the time since its process died is not work.
+  let waterfallKey = null;
+  let waterfallAt = -Infinity;
+  let waterfallTimer = null;
+  function renderWaterfall() {
+    const steps = [...run.steps.values()];
+    const key = `${run.rev}|${shownStatus()}`;
+    if (key === waterfallKey) return;
+    // While history streams in, it is redrawn a couple of times a second, not every frame.
+    const now = performance.now();
+    if (!run.ended && now - waterfallAt < 500) {
+      if (!waterfallTimer) waterfallTimer = setTimeout(() => ((waterfallTimer = null), schedule()), 500);
+      return;
+    }
+    waterfallAt = now;
+    waterfallKey = key;
+    if (!steps.length || !run.createdAt) {
+      replace(waterfall, h("p", { class: "muted" }, "No step has started yet."));
+      return;
+    }
+    const t0 = Date.parse(run.createdAt);
+    const lastEvent = run.events.length ? Date.parse(run.events[run.events.length - 1].timestamp) : t0;
+    const live = shownStatus() === "running" || shownStatus() === "waiting";
+    const endOf = (s) => (s.completedAt ? Date.parse(s.completedAt) : live ? Math.max(Date.now(), lastEvent) : lastEvent);
+    const t1 = Math.max(t0 + 1, ...steps.map(endOf));
+    const span = t1 - t0;
+    replace(
+      waterfall,
+      h(
+        "ol",
+        { class: "bars" },
+        steps.map((s) => {
+          const from = Date.parse(s.startedAt) - t0;
+          const length = endOf(s) - Date.parse(s.startedAt);
+          const attempts = s.response ? s.response.attempts : s.failures.length + s.rejections.length + 1;
+          return h(
+            "li",
+            { dataset: { instance: s.instance, status: s.status } },
+            h("span", { class: "bar-label" }, s.instance),
+            h(
+              "span",
+              { class: "bar-track" },
+              h("span", { class: `bar bar-${s.status}`, dataset: { left: (from / span).toFixed(4), width: (Math.max(length, 0) / span).toFixed(4) } }),
+            ),
+            h("span", { class: "muted bar-figure" }, `+${formatMs(from)} · ${formatMs(length)}${s.status === "waiting" ? " · waiting" : ""}${attempts > 1 ? ` · ${attempts} attempts` : ""}${!s.completedAt && !live ? " · stopped" : ""}`),
+          );
+        }),
+      ),
+    );
+    // Sized through the CSSOM: the content-security policy allows no inline style attribute.
+    for (const bar of waterfall.querySelectorAll(".bar")) {
+      bar.style.marginLeft = `${Number(bar.dataset.left) * 100}%`;
+      bar.style.width = `max(2px, ${Number(bar.dataset.width) * 100}%)`;
+    }
   }
 
   let compare = null;
@@ -163,7 +329,7 @@ export async function showRun(root, runId) {
   function renderTimeline() {
     const shownNow = currentInstance();
     const nodes = run.items.map((item) => {
-      const key = item.kind === "mark" ? "mark" : `${run.steps.get(item.instance).rev}|${item.instance === shownNow}`;
+      const key = item.kind === "mark" ? "mark" : `${run.steps.get(item.instance).rev}|${item.instance === shownNow}|${shownStatus()}`;
       const cached = rowCache.get(item);
       if (cached && cached.key === key) return cached.node;
       const node = timelineRow(item);
@@ -188,18 +354,48 @@ export async function showRun(root, runId) {
         class: `step${step.instance === currentInstance() ? " selected" : ""}`,
         dataset: { instance: step.instance, status: step.status },
         tabindex: 0,
+        "aria-current": step.instance === currentInstance() ? "true" : null,
         onclick: () => select(step.instance),
-        onkeydown: (e) => e.key === "Enter" && select(step.instance),
+        onkeydown: (e) => timelineKey(e, step.instance),
       },
       h("span", { class: "index" }, String(step.index + 1)),
       h("span", { class: "name" }, step.instance),
       h("span", { class: "muted" }, `phase ${step.phase}`),
       h("span", {}, step.tool || step.agent || step.kind),
       h("span", { class: "muted" }, model),
-      h("span", {}, duration(step.startedAt, step.completedAt)),
+      h("span", {}, stepDuration(step)),
       attempts > 1 ? h("span", { class: "muted" }, `${attempts} attempts`) : null,
       badge(step.status),
     );
+  }
+
+  // A step with no end in a run nobody advances stopped with its process: say so, and
+  // count no time for it (the dead time is not the step's duration).
+  function stepDuration(step) {
+    if (step.completedAt) return duration(step.startedAt, step.completedAt);
+    if (step.status === "running" && shownStatus() === "interrupted") return "stopped";
+    return "";
+  }
+
+  // Enter or Space opens a step; the arrows (and Home/End) move along the timeline. The
+  // chosen row is drawn at once and keeps the focus (a redrawn row is a new node).
+  function timelineKey(event, instance) {
+    const rows = [...timeline.querySelectorAll("li.step")];
+    const at = rows.findIndex((row) => row.dataset.instance === instance);
+    let to = null;
+    if (event.key === "Enter" || event.key === " ") to = at;
+    else if (event.key === "ArrowDown" || event.key === "ArrowRight") to = Math.min(rows.length - 1, at + 1);
+    else if (event.key === "ArrowUp" || event.key === "ArrowLeft") to = Math.max(0, at - 1);
+    else if (event.key === "Home") to = 0;
+    else if (event.key === "End") to = rows.length - 1;
+    if (to === null || to < 0) return;
+    event.preventDefault();
+    const target = rows[to].dataset.instance;
+    select(target);
+    if (frame !== null) cancelAnimationFrame(frame);
+    render();
+    const row = timeline.querySelector(`li.step[data-instance="${CSS.escape(target)}"]`);
+    if (row) row.focus();
   }
 
   function currentInstance() {
@@ -233,7 +429,7 @@ export async function showRun(root, runId) {
     }
     detailShownAt = now;
     const scrolled = detail.scrollTop;
-    const actions = run.status === "failed" && canRetry ? h("button", { type: "button", class: "small", id: "retry-from-step", onclick: () => retry(step.stepId) }, "Retry from here") : null;
+    const actions = state && state.actions.includes("retry_from_step") && canRetry ? h("button", { type: "button", class: "small", id: "retry-from-step", onclick: () => retry(step.stepId) }, "Retry from here") : null;
     const open = new Set([...detail.querySelectorAll("details[open] > summary")].map((s) => s.textContent));
     replace(detail, stepDetail(run, step, actions));
     for (const summary of detail.querySelectorAll("details > summary")) if (open.has(summary.textContent)) summary.parentElement.open = true;
@@ -242,12 +438,14 @@ export async function showRun(root, runId) {
     shownRev = step.rev;
   }
 
-  let dodShown = null;
+  let dodShown;
   function renderDod() {
-    if (run.dod === dodShown) return;
-    dodShown = run.dod;
+    const key = run.dod || shownStatus();
+    if (key === dodShown) return;
+    dodShown = key;
     if (!run.dod) {
-      replace(dod, h("p", { class: "muted" }, "Not checked yet."));
+      const ended = ["failed", "cancelled", "done"].includes(shownStatus());
+      replace(dod, h("p", { class: "muted", id: "dod-not-checked" }, ended ? "Not checked: the run stopped before its Definition of Done." : "Not checked yet: it is checked once every step is done."));
       return;
     }
     replace(
@@ -271,16 +469,11 @@ export async function showRun(root, runId) {
     );
   }
 
-  function heldByALiveLease() {
-    // A run this or another server executes renews its lease; one whose process died (or a
-    // CLI run, which holds no lease) shows the button, and the server decides.
-    return Boolean(run.owner && run.lease_expires_at && Date.parse(run.lease_expires_at) > Date.now());
-  }
-
   async function resume() {
     try {
       await api(`${base}/resume`, { method: "POST" });
       replace(message);
+      loadState();
       if (feed.stopped || run.ended) startFeed();
     } catch (error) {
       replace(message, errorBox(error));
@@ -288,17 +481,71 @@ export async function showRun(root, runId) {
   }
 
   async function cancel() {
+    confirmingCancel = false;
+    schedule();
     try {
       await api(`${base}/cancel`, { method: "POST" });
+      refreshState();
     } catch (error) {
       replace(message, errorBox(error));
     }
   }
 
+  // The server's word on the run: at open, after each event that changes what it says,
+  // and now and then while it runs (a process that dies records nothing).
+  let stateAsked = 0;
+  let stateTimer = null;
+  async function loadState() {
+    const ask = ++stateAsked;
+    try {
+      const next = await api(`${base}/state`);
+      if (ask !== stateAsked) return; // a newer answer is on its way
+      const changed = !state || state.version !== next.version;
+      state = next;
+      // Moved on after its feed ended (retried or resumed from the CLI or another tab):
+      // follow it again, so the page never stays on an ending the run has left.
+      if (next.version > run.lastVersion && run.ended && root.dataset.feed === "ended") startFeed();
+      shownRev = -1;
+      if (changed) recheckVerified();
+      schedule();
+    } catch (error) {
+      if (ask === stateAsked && !(error instanceof ApiError && error.status === 404)) replace(message, errorBox(error));
+    }
+  }
+  function refreshState() {
+    if (stateTimer) return;
+    stateTimer = setTimeout(() => {
+      stateTimer = null;
+      loadState();
+    }, 150);
+  }
+  const polling = setInterval(loadState, 5000);
+
+  // The hash chain checked again as the run moves on (at most every few seconds): a store
+  // changed mid-run turns the header red without a reload.
+  let verifiedAt = 0;
+  function recheckVerified() {
+    const now = Date.now();
+    if (now - verifiedAt < 3000) return;
+    verifiedAt = now;
+    showVerified(verified, base);
+  }
+  // Whoever asked (the run moving on, "Check again"), the verdict reaches the header.
+  const verdictWatch = new MutationObserver(() => {
+    const found = verified.querySelector("#verified");
+    const now = Boolean(found && found.dataset.verified === "false");
+    if (now !== tampered) {
+      tampered = now;
+      schedule();
+    }
+  });
+  verdictWatch.observe(verified, { childList: true, subtree: true, attributes: true });
+
   async function retry(fromStep) {
     try {
       await api(`${base}/retry`, { method: "POST", body: fromStep ? { from: fromStep } : {} });
       replace(message);
+      loadState();
       if (feed.stopped || run.ended) startFeed();
     } catch (error) {
       replace(message, errorBox(error));
@@ -307,7 +554,8 @@ export async function showRun(root, runId) {
 
   const refreshAfterEnd = () => {
     loadIssues().catch((error) => replace(issues, errorBox(error)));
-    showVerified(verified, base);
+    verifiedAt = 0;
+    recheckVerified();
   };
 
   function onEvent(msg) {
@@ -315,6 +563,7 @@ export async function showRun(root, runId) {
     fold(run, msg);
     if (run.lastVersion === before) return;
     if (eventsPanel.open) eventLog.appendChild(eventRow(run.events[run.events.length - 1]));
+    if (SAYS_SOMETHING.has(msg.data.type) && (!state || state.version < run.lastVersion)) refreshState();
     if (msg.data.type === "StopHook" || run.ended) {
       refreshAfterEnd();
       setTimeout(refreshAfterEnd, 1500); // issues are opened by a reaction, just after
@@ -350,6 +599,7 @@ export async function showRun(root, runId) {
   }
 
   startFeed();
+  loadState();
   showAudit(audit, base);
   refreshAfterEnd();
   schedule();
@@ -360,6 +610,8 @@ export async function showRun(root, runId) {
   }, () => {});
   return () => {
     feed.stop();
+    clearInterval(polling);
+    verdictWatch.disconnect();
     if (frame !== null) cancelAnimationFrame(frame);
   };
 }
