@@ -23,6 +23,7 @@ from controlroom.api import (
     conference_http,
     dashboard,
     issues_http,
+    metrics,
     plans_http,
     status_http,
 )
@@ -42,7 +43,7 @@ from controlroom.api.openapi import openapi_document
 from controlroom.api.origin_guard import OriginGuard, ServedHosts
 from controlroom.api.server import Server
 from controlroom.api.sse import log_stream, run_stream
-from controlroom.domain.errors import ControlRoomError, RunNotFoundError
+from controlroom.domain.errors import ControlRoomError, RetryStepError, RunNotFoundError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.run_events import RunOrigin
 from controlroom.engine.context import Context
@@ -148,7 +149,11 @@ async def retry_run(request: Request) -> JSONResponse:
         raise HttpError(400, "bad_field", "from must be a step id", "from")
     server = _server(request)
     owner = server.executor.owner if server.execute else None
-    run = await asyncio.to_thread(server.service.retry, run_id, from_step, owner)
+    try:
+        run = await asyncio.to_thread(server.service.retry, run_id, from_step, owner)
+    except RetryStepError as error:  # worded for the CLI's flag: say it in the API's words
+        worded = str(error).replace("with --from STEP_ID", '(`{"from": STEP_ID}`)')
+        raise HttpError(400, "bad_input", worded, "from") from None
     if server.execute:
         server.executor.spawn(run.id, run)
     status = run.status.value if server.execute else "queued"
@@ -281,6 +286,7 @@ ROUTES = [
     *conference_http.ROUTES,
     *status_http.ROUTES,
     Route("/openapi.json", openapi, methods=["GET"]),
+    Route(metrics.PATH, metrics.metrics, methods=["GET"]),
     *dashboard.API_ROUTES,
 ]
 
@@ -290,9 +296,14 @@ class BearerTokenMiddleware:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app, self.token = app, token.encode()
+        #: `CONTROLROOM_METRICS_OPEN=1`: a scraper that cannot send a token reads /metrics.
+        self.metrics_open = metrics.is_open()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not dashboard.is_public(scope):
+        public = dashboard.is_public(scope) or (
+            self.metrics_open and scope.get("path") == metrics.PATH
+        )
+        if scope["type"] == "http" and not public:
             header = dict(scope["headers"]).get(b"authorization", b"")
             scheme, _, given = header.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(given, self.token):

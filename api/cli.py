@@ -33,6 +33,7 @@ from controlroom.api import (
     runs_args,
     serve_args,
     status_args,
+    telemetry_args,
     whatif_args,
 )
 from controlroom.api.cli_exit import (
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_args.add_projections(sub, common)
     catalog_args.add_workspace(sub, common)
     serve_args.add_analytics(sub, common)
+    telemetry_args.add_parser(sub, common)
     issues_args.add_parser(sub, common).set_defaults(
         func=Command("controlroom.api.issues_cli", "run_issues_command", with_context=True)
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,21 @@ def read_views(ctx: Context, *, after_command: bool = False) -> Views:
     views = Views.for_store(ctx.store, ctx.workspace.root)
     if after_command:
         Followers(ctx.store, views).catch_up()
+        export_traces_once(ctx)
     else:
         views.catch_up()
     return views
+
+
+def export_traces_once(ctx: Context) -> None:
+    """After a command that wrote: one pass of the traces' export, when
+    OTEL_EXPORTER_OTLP_ENDPOINT is set (a receiver that is down is tried again later)."""
+    from controlroom.projections.traces_config import TelemetryConfig
+
+    if TelemetryConfig.from_env().configured:
+        from controlroom.projections.traces_export import export_once
+
+        try:
+            export_once(ctx.store)
+        except Exception as exc:  # the command's own work is done and recorded: say so only
+            logging.getLogger("controlroom.traces").warning("traces not exported: %s", exc)

@@ -366,6 +366,19 @@ def openapi_document() -> dict[str, Any]:
     paths.update(issue_paths(models))
     paths.update(conference_paths(models))
     paths.update(pipeline_paths(models))
+    paths["/metrics"] = {
+        "get": _op(
+            "Prometheus metrics: runs, steps, model calls, tokens, cost, retries and "
+            "escalations counted from the analytics projection; runs by status, projection "
+            "lag and SSE clients now (the token is not needed with CONTROLROOM_METRICS_OPEN=1)",
+            {
+                "200": {
+                    "description": "the Prometheus text format",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                }
+            },
+        )
+    }
     models.ref(StartRunBody)
     models.ref(RouteBody)
     models.ref(AnalyticsQueryBody)

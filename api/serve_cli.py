@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import os
 import signal
@@ -25,13 +26,16 @@ from controlroom.api.cli_common import (
     emit_json,
     open_context,
 )
-from controlroom.domain.errors import BadInputError
+from controlroom.domain.errors import BadInputError, ControlRoomError
 from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
+from controlroom.projections.traces_export import export_for, export_forever
 from controlroom.projections.views import Views
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+#: The traces projection's name (`projections/traces.py`).
+TRACES = "traces"
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
@@ -126,7 +130,18 @@ def cmd_worker(ns: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await worker.run(stop)
+        traces = export_for(ctx.store)  # OTEL_EXPORTER_OTLP_ENDPOINT set: a loop of its own
+        exporting = asyncio.create_task(export_forever(traces)) if traces else None
+        try:
+            await worker.run(stop)
+        finally:
+            if exporting is not None and traces is not None:
+                exporting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await exporting
+                with contextlib.suppress(Exception):  # what the last runs recorded
+                    await asyncio.to_thread(traces.catch_up)
+                traces.close()
 
     print(
         f"worker {worker.owner}: up to {worker.concurrency} runs at once from "
@@ -144,15 +159,20 @@ def cmd_projections(ns: argparse.Namespace) -> int:
     `rebuild [NAME]`: empty one projection (or all) and replay the log into it."""
     ctx = open_context(ns)
     counts: dict[str, int] = {}
-    with Views.for_store(ctx.store, ctx.workspace.root) as views:
-        if ns.action == "rebuild":
-            names = [views.get(ns.name).name] if ns.name else views.names()
-            counts = {name: views.rebuild(name) for name in names}
-        elif ns.name:
-            raise BadInputError("projections status takes no name")
-        statuses = views.status()
+    if ns.action == "rebuild" and ns.name == TRACES:
+        # Sends every span again (the same ids): only when named, never with the others.
+        counts, statuses = _rebuild_traces(ctx)
+    else:
+        with Views.for_store(ctx.store, ctx.workspace.root) as views:
+            if ns.action == "rebuild":
+                names = [views.get(ns.name).name] if ns.name else views.names()
+                counts = {name: views.rebuild(name) for name in names}
+            elif ns.name:
+                raise BadInputError("projections status takes no name")
+            statuses = views.status()
     if ns.action == "status":
         statuses.extend(_analytics_status(ctx))
+        statuses.extend(_traces_status(ctx))
     if ns.json:
         emit_json([s.model_dump(mode="json") for s in statuses])
     elif ns.action == "rebuild":
@@ -165,6 +185,43 @@ def cmd_projections(ns: argparse.Namespace) -> int:
         for s in statuses:
             print(f"{s.name:<12} {s.position:>9} {s.head:>9} {s.lag:>9}")
     return EXIT_DONE
+
+
+def _traces_status(ctx: Context) -> list[Any]:
+    """The traces' export beside the others, when configured or followed before (its lag:
+    events whose spans the receiver has not taken yet)."""
+    from controlroom.projections.traces_config import TelemetryConfig
+    from controlroom.projections.traces_export import TraceExport, traces_exist
+
+    if not (TelemetryConfig.from_env().configured or traces_exist(ctx.store)):
+        return []
+    with TraceExport.for_store(ctx.store) as traces:
+        return [traces.status()]
+
+
+def _rebuild_traces(ctx: Context) -> tuple[dict[str, int], list[Any]]:
+    from controlroom.projections.traces_config import TelemetryConfig
+    from controlroom.projections.traces_export import ExportFailedError, TraceExport
+
+    config = TelemetryConfig.from_env()
+    if not config.configured:
+        raise BadInputError(
+            "traces are exported only with OTEL_EXPORTER_OTLP_ENDPOINT set "
+            "(controlroom telemetry status)"
+        )
+    missing = config.missing_packages()
+    if missing is not None:
+        raise BadInputError(f"no OTLP exporter is installed: {missing}")
+    with TraceExport.for_store(ctx.store, config) as traces:
+        try:
+            traces.rebuild()
+        except ExportFailedError as exc:
+            raise ControlRoomError(
+                f"the receiver did not take the traces ({exc}); nothing was lost: the "
+                "export resumes from where it was"
+            ) from None
+        status = traces.status()
+        return {TRACES: traces.rebuilt_events}, [status]
 
 
 def _analytics_status(ctx: Context) -> list[Any]:

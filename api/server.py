@@ -21,6 +21,7 @@ from controlroom.engine.plan_driver import PlanDrive
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.eventstore.store import Positioned
 from controlroom.projections.analytics import AnalyticsProjection
+from controlroom.projections.traces_export import export_for, export_forever
 from controlroom.projections.views import Views
 
 log = logging.getLogger("controlroom.server")
@@ -40,6 +41,10 @@ class Server:
         self.analytics = AnalyticsProjection.for_workspace(
             ctx.store, ctx.workspace.root, ctx.settings.analytics
         )
+        #: The traces projection's exporter, when OTEL_EXPORTER_OTLP_ENDPOINT is set: a loop
+        #: of its own, so a slow receiver never holds up the catch-up loop reads wait for.
+        self.traces = export_for(ctx.store)
+        self._traces_task: asyncio.Task[None] | None = None
         self.notifier = LogNotifier()
         self.hub: EventHub
         self.executor: Executor
@@ -100,6 +105,8 @@ class Server:
         if self.execute:
             await self.executor.start(unfinished)
         self._follower_task = asyncio.create_task(self._follow_forever())
+        if self.traces is not None:
+            self._traces_task = asyncio.create_task(export_forever(self.traces))
         self._listen_to_other_processes()
 
     def _listen_to_other_processes(self) -> None:
@@ -128,13 +135,15 @@ class Server:
         self.ctx.store.unobserve(self._on_commit)
         await self.hub.stop()
         await self.executor.stop()
-        for task in (self._follower_task,):
+        for task in (self._follower_task, self._traces_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         self.views.close()
         self.analytics.close()
+        if self.traces is not None:
+            self.traces.close()
 
     async def start_run(self, request: RunRequest) -> Run:
         if not self.execute:

@@ -19,8 +19,9 @@ from controlroom.api.history import stream_page
 from controlroom.api.hub import SEPARATOR, encode_message
 from controlroom.api.limits import LimitError, parse_position
 from controlroom.api.server import Server
+from controlroom.domain.child_runs import ChildRunStarted
 from controlroom.domain.events import EVENT_TYPES, parse_topic
-from controlroom.domain.run_events import TERMINAL_EVENTS
+from controlroom.domain.run_events import TERMINAL_EVENTS, RunStarted
 from controlroom.eventstore.store import EventStore, Positioned
 
 #: How long a browser waits before reconnecting after the stream drops, in milliseconds.
@@ -68,14 +69,14 @@ def run_has_ended(store: EventStore, run_id: str) -> bool:
 
 
 async def finished_run_history(store: EventStore, run_id: str, after: int) -> AsyncIterator[bytes]:
-    """A finished run's feed is all history: its own stream, page by page, then the end."""
+    """A finished run's feed is all history: its whole stream, page by page, then the end.
+    Not up to its first ending event: a failed run may have been retried or resumed since,
+    and its page must show what followed (and the status it ended with)."""
     while True:
         page = await run_in_threadpool(_encoded_stream_page, store, run_id, after)
-        for item, message in page:
+        for _item, message in page:
             yield message
-            if isinstance(item.event, TERMINAL_EVENTS):
-                return
-        if not page:
+        if not page:  # not `< PAGE`: a damaged record is skipped, yet more may follow
             return
         after = page[-1][0].position
 
@@ -103,10 +104,19 @@ async def follow(
                 return
 
 
+#: Live streams open now in this process (`/metrics`: `controlroom_sse_clients`).
+OPEN_STREAMS = 0
+
+
 async def opened(feed: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    yield OPENING
-    async for message in feed:
-        yield message
+    global OPEN_STREAMS
+    OPEN_STREAMS += 1
+    try:
+        yield OPENING
+        async for message in feed:
+            yield message
+    finally:
+        OPEN_STREAMS -= 1
 
 
 def stream(feed: AsyncIterator[bytes], ping: float) -> EventSourceResponse:
@@ -115,6 +125,8 @@ def stream(feed: AsyncIterator[bytes], ping: float) -> EventSourceResponse:
 
 def run_stream(server: Server, request: Request, run_id: str) -> EventSourceResponse:
     after = resume_position(request)
+    if request.query_params.get("tree", "").lower() in ("1", "true", "yes"):
+        return tree_stream(server, after, run_id)
 
     def wanted(item: Positioned) -> bool:
         return item.event.originator_id == run_id
@@ -149,3 +161,56 @@ def log_stream(server: Server, request: Request) -> EventSourceResponse:
 
     feed = follow(server, after, wanted, lambda _: False, wants_partials=wants_partials)
     return stream(feed, server.ctx.settings.sse_ping_s)
+
+
+def tree_stream(server: Server, after: int, root_id: str) -> EventSourceResponse:
+    """`?tree=1`: the run's events and those of every run below it (seed 004's child runs),
+    in log order; the feed ends after the root's final event. A child joins the feed when
+    its parent's `ChildRunStarted` passes (or, started before `after`, from the runs'
+    records)."""
+    members = {root_id}
+
+    def wanted(item: Positioned) -> bool:
+        event = item.event
+        if isinstance(event, RunStarted) and event.origin and event.origin.root_run_id == root_id:
+            members.add(event.originator_id)  # committed with (and may come before) its
+            # parent's ChildRunStarted
+        if event.originator_id not in members:
+            return False
+        if isinstance(event, ChildRunStarted):
+            members.add(event.run_id)
+        return True
+
+    def ends(item: Positioned) -> bool:
+        return item.event.originator_id == root_id and isinstance(item.event, TERMINAL_EVENTS)
+
+    async def feed() -> AsyncIterator[bytes]:
+        store = server.ctx.store
+        members.update(await run_in_threadpool(_tree_members, store, root_id))
+        if await run_in_threadpool(run_has_ended, store, root_id):
+            for message in await run_in_threadpool(_tree_history, store, members, after):
+                yield message
+            return
+        async for message in follow(server, after, wanted, ends, lambda run: run in members):
+            yield message
+
+    return stream(feed(), server.ctx.settings.sse_ping_s)
+
+
+def _tree_members(store: EventStore, root_id: str) -> set[str]:
+    from controlroom.domain.run import Run
+    from controlroom.engine.child_policies import tree_runs
+
+    root = store.load(Run, root_id)
+    return {root_id} if root is None else {run.id for run in tree_runs(store, root)}
+
+
+def _tree_history(store: EventStore, members: set[str], after: int) -> list[bytes]:
+    """A finished tree's feed: every member's stream, merged in log order."""
+    items: list[tuple[Positioned, bytes]] = []
+    for run_id in members:
+        position = after
+        while page := _encoded_stream_page(store, run_id, position):
+            items += page
+            position = page[-1][0].position
+    return [message for _, message in sorted(items, key=lambda pair: pair[0].position)]

@@ -46,6 +46,11 @@ def isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
         "CONTROLROOM_OFFLINE_LATENCY_MS",
         "CONTROLROOM_MAX_EVENT_BYTES",
         "CONTROLROOM_AGENT_TIMEOUT_S",
+        # Traces go nowhere, and /metrics keeps its token, unless a test says otherwise.
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        "CONTROLROOM_METRICS_OPEN",
     ):
         monkeypatch.delenv(var, raising=False)
 
