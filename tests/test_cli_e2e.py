@@ -228,6 +228,13 @@ def test_the_main_job_leaves_the_new_scene_file_and_says_where(workspace: Path) 
     assert as_json(tool)["target"]["path"] == "Story/Scenes/SCN-04-the-reckoning.md"
     missing = cli("slot", run_id, "nope", "-w", str(workspace))
     assert missing.returncode == 64 and "its slots: discovery" in missing.stderr
-    # Once more with the same inputs: the file is recognised, not written again.
+    # Once more: the scene is written already, so the draft fails in phase A, before any
+    # model call, naming the file, and the file is left as it was.
+    before = scene.read_bytes()
     again = cli("run", DRAFT, "--workspace", str(workspace), "-q")
-    assert again.returncode == 0 and f"already held {scene}" in again.stdout
+    assert again.returncode == 1
+    assert "scene 4 is already written at 'Story/Scenes/SCN-04-the-reckoning.md'" in again.stdout
+    assert scene.read_bytes() == before
+    rerun_id = again.stdout.split(":")[0]
+    events = as_json(cli("events", rerun_id, "-w", str(workspace), "--json"))
+    assert not [e for e in events if e["type"] == "AgentResponded"]
