@@ -425,9 +425,11 @@ def fail_kinds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     kinds: list[str] = []
     original = Run.fail_step
 
-    def spy(self: Run, at: Any, error_type: str, error: str, kind: Any = "performer") -> None:
+    def spy(
+        self: Run, at: Any, error_type: str, error: str, kind: Any = "performer", **more: Any
+    ) -> None:
         kinds.append(kind)
-        original(self, at, error_type, error, kind)
+        original(self, at, error_type, error, kind, **more)
 
     monkeypatch.setattr(Run, "fail_step", spy)
     return kinds
