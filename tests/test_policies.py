@@ -21,9 +21,10 @@ from controlroom.engine.context import Context
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
 #: The consistency check's commits: its start, then one per step (the DoD rides on the last),
-#: the intent of its report file, committed before the file is written, and on a new store
+#: the intents of its two report files (its own and the latest copy), each committed before
+#: the file is written, and on a new store
 #: the system text of each of its two agent steps (domain/texts.py), stored before the step.
-CONSISTENCY_COMMITS = 11  # start, 7 steps (2 of them review gates), the intent, 2 texts
+CONSISTENCY_COMMITS = 13  # start, 8 steps (2 review gates), 2 file intents, 2 texts
 
 
 def cli(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
