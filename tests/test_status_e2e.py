@@ -62,8 +62,22 @@ def until_run_started(client: httpx.Client, url: str) -> list[tuple[str, str]]:
     return seen
 
 
+def harsh_critic(workspace: Path) -> None:
+    """The critic fails every draft it reads: its advisory gate rolls back once, then lets
+    the run go on (two escalations), whatever the offline draft's own merits."""
+    models = {
+        "providers": {
+            "offline": {"type": "offline", "faults": {"harsh-1": {"fault": "verdict_fail"}}}
+        },
+        "roles": {"critic": {"provider": "offline", "model": "harsh-1"}},
+    }
+    (workspace / ".control-room").mkdir(exist_ok=True)
+    (workspace / ".control-room" / "models.json").write_text(json.dumps(models))
+
+
 def test_pipelines_over_http_and_their_live_feed(workspace: Path) -> None:
     write_override(workspace, f"{PIPELINE}.json", pipeline_recipe())
+    harsh_critic(workspace)
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         assert client.get("/api/pipelines").json() == []
         first = start(client)
