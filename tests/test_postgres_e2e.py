@@ -43,8 +43,10 @@ def test_runs_issues_and_workers_on_postgresql(workspace: Path, postgres_store_s
     assert cli("run", "Draft scene 4 from the outline", "-q").returncode == 0
     failed = cli("run", "check consistency of the scenes", "-q")
     assert failed.returncode == 1 and "Kael's eyes" in failed.stdout
+    # Queued for the workers: three prose reviews (scene 4 is written now, and a scene
+    # already written is never drafted again).
     for _ in range(3):
-        assert cli("run", "Draft scene 4 from the outline", "--queue").returncode == 0
+        assert cli("run", "prose review", "--queue").returncode == 0
     workers = [
         subprocess.Popen(
             [CLI, "worker", "-w", str(workspace), "--poll", "0.2"],
@@ -77,7 +79,8 @@ def test_runs_issues_and_workers_on_postgresql(workspace: Path, postgres_store_s
         )
     finally:
         ctx.close()
-    assert set(steps.values()) == {1} and len(steps) == 4 * 11 + 7  # the failing run reports too
+    # The draft's 11 steps, 3 prose reviews of 7, the failing consistency check's 8.
+    assert set(steps.values()) == {1} and len(steps) == 11 + 3 * 7 + 8
     for run in runs:
         assert cli("replay", run["run_id"], "--verify").returncode == 0
     # The read models live in the database beside the log, not in a file of this machine.
