@@ -89,7 +89,7 @@ def outcome(workspace: Path) -> Outcome:
         issues=tuple(sorted((e.kind, e.title) for e in events if isinstance(e, IssueOpened))),
         files=files,
         writes=tuple(
-            (e.path, e.sha256_after, e.already_applied)
+            (_RUN_ID.sub(b"run_*", e.path.encode()).decode(), e.sha256_after, e.already_applied)
             for e in events
             if isinstance(e, FileWritten)
         ),
