@@ -444,7 +444,7 @@ def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch:
         # learns it from the server's word on the run and follows the run again.
         again = client.post(f"/api/runs/{run_id}/retry", json={"from": "review"})
         assert again.status_code == 200, again.text
-        page.wait_for_selector('li.step[data-instance="review#3"]', timeout=20_000)
+        page.wait_for_selector('li.step[data-instance="review#3"]', timeout=2 * WAIT_MS)
         assert seen.problems == []
 
 
