@@ -433,8 +433,10 @@ def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch:
         page.wait_for_selector('li.step[data-instance="review#2"]')
         page.wait_for_selector('#run-header .badge[data-status="failed"]')
         page.click("#events-panel summary")
+        # A function, not an expression string: the page's CSP forbids eval, which
+        # Playwright's polling of a string predicate may need.
         page.wait_for_function(
-            f"document.querySelectorAll('#event-log tr').length === {len(retried)}"
+            "(n) => document.querySelectorAll('#event-log tr').length === n", arg=len(retried)
         )
         page.click("#event-log tr:last-child details.raw summary")
         raw = json.loads(page.inner_text("#event-log tr:last-child pre.raw-json"))
