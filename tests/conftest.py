@@ -110,3 +110,10 @@ def sent_bodies(workspace: Path, events: Iterable[Any]) -> dict[str, dict[str, A
         }
     finally:
         context.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first (a stable sort keeps the rest in order): with the suite split
+    over workers (scripts/test), a long test started last would leave one core idle while
+    it runs; started first, the short ones fill the other core around it."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

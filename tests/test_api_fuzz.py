@@ -41,6 +41,7 @@ def expand(path: str, value: str) -> str:
     return out
 
 
+@pytest.mark.long
 def test_no_input_from_the_document_makes_the_server_fail(workspace: Path) -> None:
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         document = client.get("/openapi.json").json()

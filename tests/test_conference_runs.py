@@ -81,6 +81,7 @@ def test_a_round_from_the_cli_is_a_run_with_its_origin(workspace: Path) -> None:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.long
 def test_a_round_killed_at_any_commit_resumes_to_the_same_transcript(
     workspace: Path, tmp_path: Path
 ) -> None:

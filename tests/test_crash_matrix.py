@@ -161,6 +161,7 @@ def crash_at(tmp_path: Path, job: str, task: tuple[str, ...], n: int) -> Outcome
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.long
 def test_a_kill_after_any_commit_resumes_to_the_uninterrupted_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -143,6 +143,7 @@ RUNS_0_2 = {
 }
 
 
+@pytest.mark.long
 def test_a_store_written_by_release_0_2_lists_replays_and_verifies(workspace: Path) -> None:
     shutil.copy(RELEASE_0_2 / "events.sqlite", workspace / "legacy.sqlite")
     listed = json.loads(cli(workspace, "runs", "--json").stdout)

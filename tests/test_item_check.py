@@ -80,6 +80,7 @@ def test_without_a_ladder_the_run_fails_as_needing_refinement(workspace: Path) -
 
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
+@pytest.mark.long
 def test_a_kill_after_any_commit_of_a_revising_loop_never_asks_twice(tmp_path: Path) -> None:
     models = json.dumps(careless(until_feedback=True))
     # Every third commit: the loop's commits alternate draft, check and item, so each kind

@@ -128,6 +128,7 @@ def test_a_ladder_naming_a_model_nobody_serves_is_refused_naming_it(tmp_path: Pa
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.long
 def test_a_kill_after_any_commit_of_a_climbing_run_resumes_to_the_same_rungs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -61,6 +61,7 @@ def test_the_wheel_installs_everything_under_one_namespace(tmp_path: Path) -> No
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.long
 def test_a_plain_install_without_extras_runs_the_main_job(tmp_path: Path) -> None:
     """`pip install controlroom` as a user would: no PostgreSQL driver, no vendor SDKs."""
     wheel = build_wheel(tmp_path)

@@ -117,6 +117,7 @@ def _reviews(workspace: Path) -> Counter[str]:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.long
 def test_a_plan_killed_after_any_commit_resumes_with_every_task_run_once(tmp_path: Path) -> None:
     intent = "Validate scene 3 against the outline, then check consistency of scene 3"
     n = 0

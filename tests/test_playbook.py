@@ -151,6 +151,7 @@ def test_a_receipt_naming_a_path_the_packet_did_not_expect_stops_with_stop_hook(
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.long
 def test_a_loop_killed_after_any_commit_never_runs_an_item_twice(tmp_path: Path) -> None:
     n = 0
     outputs: set[str] = set()

@@ -180,6 +180,7 @@ def expected_spans(workspace: Path) -> dict[tuple[str, str], Any]:
     return found
 
 
+@pytest.mark.long
 def test_every_run_reaches_phoenix_once_through_a_dead_receiver_a_kill_and_a_rebuild(
     phoenix: Phoenix, workspace: Path
 ) -> None:
