@@ -405,3 +405,12 @@ class NeedsRefinementError(ControlRoomError):
         super().__init__(
             f"step '{step_id}' needs refinement: {reason}" + (f" ({listed})" if listed else "")
         )
+
+
+class LoopScopeError(WorkspaceError):
+    """A loop's step would write a workspace path outside the loop's scope (seed 003)."""
+
+    def __init__(self, loop: str, step_id: str, why: str) -> None:
+        self.loop = loop
+        self.step_id = step_id
+        super().__init__(f"loop '{loop}', step '{step_id}': {why}; nothing was written")

@@ -32,6 +32,8 @@ class Performed:
     index: int
     step_id: str
     instance_id: str
+    #: The `sha256:` of what the instance wrote to its output slot ("" when unknown).
+    output_hash: str = ""
 
 
 #: What kind of failure ended a step: a model server that kept failing or a reply cut at
@@ -88,6 +90,8 @@ class PastDecision:
     reason: str
     #: The ladder rung the decision climbed, when it is one (`domain/ladder.py`).
     rung: Mapping[str, Any] | None = None
+    #: An adaptive loop's turn (`domain/adaptive_flow.py`), when it is one.
+    loop: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,12 @@ class Overrides:
     args: Mapping[str, Any] = field(default_factory=dict)
     #: A ladder rung's work around the step (consult, triage, a person): `engine/ladder.py`.
     ladder: Mapping[str, Any] = field(default_factory=dict)
+    #: The role woken for the instance instead of the step's own (a loop's Showrunner may
+    #: choose another role the step's library entry allows).
+    role: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.model or self.prompt_additions or self.args or self.ladder)
+        return bool(self.model or self.prompt_additions or self.args or self.ladder or self.role)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -114,6 +121,8 @@ class Overrides:
             data["args"] = dict(self.args)
         if self.ladder:
             data["ladder"] = dict(self.ladder)
+        if self.role:
+            data["role"] = self.role
         return data
 
     @classmethod
@@ -124,6 +133,7 @@ class Overrides:
             prompt_additions=tuple(data.get("prompt_additions") or ()),
             args=dict(data.get("args") or {}),
             ladder=dict(data.get("ladder") or {}),
+            role=data.get("role"),
         )
 
 
@@ -138,6 +148,7 @@ class RunStep:
     overrides: Overrides = NO_OVERRIDES
     reason: str = ""
     rung: Mapping[str, Any] | None = None
+    loop: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,7 @@ class StepsDone:
 
     reason: str = ""
     rung: Mapping[str, Any] | None = None
+    loop: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +167,7 @@ class FailRun:
     reason: str
     outcome: int = 1
     rung: Mapping[str, Any] | None = None
+    loop: Mapping[str, Any] | None = None
 
 
 Decision = RunStep | StepsDone | FailRun
@@ -270,8 +283,8 @@ def flow_for(recipe: Recipe) -> FlowPolicy:
 def is_default(decision: Decision, view: RunView) -> bool:
     """Whether `decision` is what linear flow would answer: such answers are not recorded
     (the step's own events say it all, and stores written before flows read unchanged)."""
-    if decision.rung or view.answer is not None:
-        return False  # a ladder's rung is always recorded
+    if decision.rung or decision.loop or view.answer is not None:
+        return False  # a ladder's rung and a loop's turn are always recorded
     linear = LINEAR.decide(view)
     if isinstance(decision, RunStep):
         return (
@@ -293,10 +306,13 @@ MAX_INSTANCES_CAP = 100
 
 def instances_limit(recipe: Recipe) -> int:
     """The recipe's bound on starts of one step (checked at load: a whole number 1-100)."""
-    limit = recipe.flow_options().get("max_instances_per_step", MAX_INSTANCES_PER_STEP)
+    default = MAX_INSTANCES_PER_STEP
+    if recipe.loop is not None:  # a loop's decider runs once a turn, and re-asks
+        default = max(default, min(MAX_INSTANCES_CAP, 2 * recipe.loop.caps.max_iterations + 2))
+    limit = recipe.flow_options().get("max_instances_per_step", default)
     if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1:
         return min(limit, MAX_INSTANCES_CAP)
-    return MAX_INSTANCES_PER_STEP
+    return default
 
 
 def instance_id(step_id: str, times_started_before: int) -> str:

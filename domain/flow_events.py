@@ -33,3 +33,7 @@ class FlowDecided(DomainEvent):
     rung: dict[str, Any] | None = None
     #: A hash of the view the decision was made from (what ran, slots, the failure).
     context_sha256: str
+    #: An adaptive loop's turn (`domain/adaptive_flow.py`): the turn number, the criteria
+    #: that hold, the Showrunner's choice and role, the sha256 of each context tier, a
+    #: fallback or a stall.
+    loop: dict[str, Any] | None = None

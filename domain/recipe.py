@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Ser
 
 from controlroom.domain.canonical import sha256_json
 from controlroom.domain.iteration import IterationSpec
+from controlroom.domain.loop_spec import LoopSpec
 from controlroom.domain.refs import parse_ref
 from controlroom.domain.steps import (
     STEP_KINDS,
@@ -146,6 +147,9 @@ class Recipe(_Frozen):
     #: How deep runs started from this recipe may nest (seed 004's depth budget); a run's
     #: task arg `max_depth` overrides it, and children inherit their root's.
     max_depth: int | None = Field(default=None, ge=1, le=10)
+    #: A loop (seed 003): phase B is a step library the Showrunner chooses from, under the
+    #: `adaptive` flow (`domain/loop_spec.py`).
+    loop: LoopSpec | None = None
 
     def flow_name(self) -> str:
         if self.flow is None:
@@ -168,7 +172,10 @@ class Recipe(_Frozen):
         roles |= {r for s in self.steps if hasattr(s, "roles") for r in s.roles()}
         # A loop's per-item checker is a role of the recipe too.
         checks = (getattr(s, "item_check", None) for s in self.steps)
-        return roles | {c.agent_archetype for c in checks if c is not None}
+        roles |= {c.agent_archetype for c in checks if c is not None}
+        if self.loop is not None:  # roles the Showrunner may wake instead of a step's own
+            roles |= {r for entry in self.loop.library for r in entry.allowed_roles()}
+        return roles
 
     @property
     def total_steps(self) -> int:
@@ -236,3 +243,4 @@ STEP_KINDS.on_change(_rebuild_recipe_model)
 from controlroom.domain import child_runs as _child_runs  # noqa: E402, F401
 from controlroom.domain import gates as _gates  # noqa: E402, F401
 from controlroom.domain import sentinel as _sentinel  # noqa: E402, F401
+from controlroom.domain import showrunner as _showrunner  # noqa: E402, F401

@@ -7,8 +7,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controlroom.domain import adaptive_flow as _adaptive_flow  # noqa: F401  (registers it)
 from controlroom.domain.errors import RecipeInvalidError, RecipeProblem, RefResolutionError
 from controlroom.domain.flow import FLOWS, MAX_INSTANCES_CAP
+from controlroom.domain.loop_check import loop_problems
 from controlroom.domain.recipe import Recipe, check_refs, check_slots
 from controlroom.domain.refs import TASK_FIELDS, TASK_ROOT, parse_ref
 from controlroom.domain.steps import KnownNames, Phase, StepSpec
@@ -127,6 +129,8 @@ def check_recipe(
             else:
                 written[slot] = step.step_id
 
+    for where, message in loop_problems(recipe):
+        problem(where, message)
     for i, check in enumerate(recipe.dod):
         here = f"$.dod[{i}]"
         for where, slot in check_slots(check):

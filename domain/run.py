@@ -8,6 +8,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from controlroom.domain import adaptive_flow as _adaptive_flow  # noqa: F401  (registers it)
 from controlroom.domain import untrusted_json
 from controlroom.domain.aggregate import Aggregate, E
 from controlroom.domain.canonical import preview
@@ -574,6 +575,8 @@ class Run(Aggregate):
             settled.partial
             for instance in self.journal
             for settled in self.journal_of(instance, ChildRunsSettled)
+        ) or any(  # a loop that reached its caps before it was stable (seed 003)
+            d.loop and d.loop.get("ending") == "capped" for d in self.decisions
         )
         # A check over a slot a deferred step never wrote does not fail the run: the run is
         # a partial success (seed 004's 12), and the gap is the deferral's record.
@@ -725,14 +728,21 @@ class Run(Aggregate):
             if failure
             else (self.history[-1].instance_id if self.history else None)
         )
+        loop = dict(decision.loop) if decision.loop else None
+        candidates = (
+            list(loop["candidates"])
+            if loop and "candidates" in loop
+            else [s.step_id for s in self.recipe.steps]
+        )
         fields: dict[str, Any] = {
             "flow": "ladder" if decision.rung else flow.name,
             "after_instance": after,
             "failure_kind": failure.kind if failure else None,
-            "candidates": [s.step_id for s in self.recipe.steps],
+            "candidates": candidates,
             "reason": decision.reason,
             "context_sha256": view.fingerprint(),
             "rung": dict(decision.rung) if decision.rung else None,
+            "loop": loop,
         }
         if isinstance(decision, RunStep):
             step_id = self.recipe.steps[decision.index].step_id
@@ -779,7 +789,7 @@ class Run(Aggregate):
 
     def _on_decided(self, e: FlowDecided) -> None:
         self.decisions.append(
-            PastDecision(e.after_instance, e.choice, e.instance_id, e.reason, e.rung)
+            PastDecision(e.after_instance, e.choice, e.instance_id, e.reason, e.rung, e.loop)
         )
         if e.instance_id is not None and e.overrides:
             self.overrides[e.instance_id] = Overrides.from_json(e.overrides)
@@ -836,7 +846,9 @@ class Run(Aggregate):
         self.files_written[e.path] = e
 
     def _on_step_completed(self, e: StepCompleted) -> None:
-        self.history.append(Performed(e.step_index, e.step_id, e.instance_id or e.step_id))
+        self.history.append(
+            Performed(e.step_index, e.step_id, e.instance_id or e.step_id, e.output_hash or "")
+        )
         self.current = None
         self.waiting_on = None
 

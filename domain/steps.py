@@ -118,6 +118,9 @@ class AgentStep(StepSpec):
     #: What the step climbs when it fails (`domain/ladder.py`); unset, its role's ladder
     #: in models.json, if it has one.
     ladder: Ladder | None = None
+    #: Input slots a tool wrote that the agent is shown in full (their JSON, bounded), not
+    #: as the receipt's summary: a loop's work list is in the details.
+    shown_in_full: list[str] | None = None
 
     def slots_read(self) -> list[str]:
         return list(self.input_slots)

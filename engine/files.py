@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from controlroom.domain.errors import (
     FileWriteConflictError,
+    LoopScopeError,
     RefResolutionError,
     WorkspaceError,
 )
@@ -86,6 +87,11 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
     run = execution.run
     wanted, refs = target_path(step, run)
     relative, parts = checked_target(execution.ctx.workspace, wanted)
+    loop = run.recipe.loop if run.recipe is not None else None
+    if loop is not None and (outside := loop.scope.path_problem(relative)) is not None:
+        # A loop changes only what its scope names (Style Tune-up never the outline),
+        # whatever path a model's reply or an argument led the step to.
+        raise LoopScopeError(loop.name, step.step_id, outside)
     text = source_text(run, step.source_slot)
     if step.mode == "create":
         # A new scene or chapter takes the heading form and line endings of those beside

@@ -110,8 +110,11 @@ async def perform_agent(execution: Execution, instance: StepInstance) -> StepOut
     def partial(step_id: str, attempt: int, text: str) -> None:
         on_partial(run_id=run_id, step_id=step_id, attempt=attempt, text=text)
 
-    profile = execution.profiles[step.agent_archetype]
     overrides = instance.overrides
+    if overrides.role and overrides.role != step.agent_archetype:
+        # A loop's Showrunner woke another role its library allows for this step.
+        step = step.model_copy(update={"agent_archetype": overrides.role})
+    profile = execution.profiles[step.agent_archetype]
     if overrides.model:  # the flow names another model for this instance
         profile = execution.ctx.agents.with_model(profile, overrides.model)
     return await run_agent(
@@ -165,6 +168,15 @@ def _register_conference() -> None:
 
 
 _register_conference()
+
+
+def _register_showrunner() -> None:
+    from controlroom.engine.showrunner_step import perform_showrunner
+
+    PERFORMERS.register("showrunner", perform_showrunner)
+
+
+_register_showrunner()
 
 
 def _register_review_gate() -> None:

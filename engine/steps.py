@@ -104,6 +104,9 @@ async def run_agent(
     each recorded; T3 and T5 agents one call, with their own prompt variant.
     """
     shown = {slot: run.slot_texts.get(slot, NOT_WRITTEN) for slot in step.input_slots}
+    for slot in step.shown_in_full or ():
+        if slot in shown and slot in run.slot_values:
+            shown[slot] = full_text(run.slot_values[slot])
     # Kinds built on this one add inputs of their own (a task packet, a loop's item) and may
     # hold the reply to another contract (a receipt) with checks the schema cannot state.
     shown.update(extra_inputs or {})
@@ -117,6 +120,17 @@ async def run_agent(
     outcome = await _ask(ctx, run, step, profile, focused, *asked, *observers)
     evidence = await micro.evidence(shown, outcome.output)
     return replace(outcome, micro_steps=(triage, evidence))
+
+
+#: At most this many characters of a slot shown in full (`shown_in_full`).
+FULL_SLOT_CHARS = 60_000
+
+
+def full_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False)
+    if len(text) <= FULL_SLOT_CHARS:
+        return text
+    return text[:FULL_SLOT_CHARS] + f"\n[… {len(text) - FULL_SLOT_CHARS} more characters]"
 
 
 async def _ask(

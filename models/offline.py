@@ -120,7 +120,7 @@ class OfflineModel:
         if fault == "http_500":
             raise offline_faults.server_error(request)
         if fault is None:
-            text = handler(request.task_description, list(request.inputs.items()))
+            text = handler(request.task_description, _inputs(request))
         else:
             text = offline_faults.reply(fault, request, handler)
         if not text.strip():
@@ -132,6 +132,18 @@ class OfflineModel:
             raise ReplyCutError(limit, "finish_reason=length", _usage(request, partial))
         _stream(text, on_text)
         return ModelResponse(text=text, usage=_usage(request, text))
+
+
+def _inputs(request: ModelRequest) -> list[tuple[str, str]]:
+    """The inputs a handler reads; a loop's handlers also read what the flow added to the
+    prompt (its "## Also" part: a gate's findings, a collaborator's help, notes)."""
+    from controlroom.models.offline_loops import READS_ALSO
+
+    inputs = list(request.inputs.items())
+    _, marker, also = request.prompt.partition("\n## Also\n")
+    if marker and request.prompt_type in READS_ALSO:
+        inputs.append(("also", also))
+    return inputs
 
 
 def _stream(text: str, on_text: TextSink | None) -> None:

@@ -816,3 +816,12 @@ def _register_pipeline_roles() -> None:
 
 
 _register_pipeline_roles()
+
+
+def _register_loop_roles() -> None:
+    from controlroom.models.offline_loops import HANDLERS as LOOPS
+
+    HANDLERS.update(LOOPS)
+
+
+_register_loop_roles()

@@ -154,6 +154,50 @@ class TriageDecision(_Contract):
     note: str | None = None
 
 
+class CollaborationAsk(_Contract):
+    """A loop agent asking the Showrunner to wake another role to help it."""
+
+    role: str = Field(min_length=1)
+    reason: str
+
+
+class LoopWork(_Contract):
+    """`loop_work`, `loop_collaborate`: a loop step's artifact (seed 003)."""
+
+    artifact: str
+    #: The items of the work list the artifact deals with (a gate checks them).
+    addressed: list[str] = Field(default_factory=list)
+    #: A workspace path the artifact is meant for, when the loop writes one.
+    path: str | None = None
+    collaboration: CollaborationAsk | None = None
+
+
+class LoopFinding(_Contract):
+    message: str
+    blocking: bool
+
+
+class LoopGateReport(_Contract):
+    """`loop_gatecheck`: a loop's gatekeeper verdict; on FAIL, `back_to` names the library
+    step that must revise."""
+
+    verdict: Literal["PASS", "FAIL"]
+    findings: list[LoopFinding]
+    back_to: str | None = None
+    notes: str = ""
+
+
+class ShowrunnerTurn(_Contract):
+    """`showrunner_turn`: the next step (or "stable", "ask_person"), the role to wake,
+    notes for it, the answer to a pending collaboration request, and why."""
+
+    next: str = Field(min_length=1)
+    role: str | None = None
+    notes: str = ""
+    collaboration: Literal["approve", "deny"] | None = None
+    reason: str
+
+
 #: Contracts a prompt registry names by id (`"contract": "continuity_report"`).
 BUNDLED: dict[str, type[BaseModel]] = {
     "continuity_report": ContinuityReport,
@@ -165,6 +209,9 @@ BUNDLED: dict[str, type[BaseModel]] = {
     "task_review": TaskReview,
     "tool_choice": ToolChoice,
     "triage_decision": TriageDecision,
+    "loop_work": LoopWork,
+    "loop_gate_report": LoopGateReport,
+    "showrunner_turn": ShowrunnerTurn,
 }
 
 

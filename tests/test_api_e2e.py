@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from controlroom.api.app import ROUTES
+from tests.bundled import BUNDLED_RECIPES
 from tests.conftest import APPENDIX_D_KEYS, NEEDS_SCENE_RECIPE, write_override
 from tests.live import live_server, read_sse
 
@@ -213,7 +214,7 @@ def test_the_openapi_document_describes_every_endpoint(workspace: Path) -> None:
 def test_recipes_and_routing_over_http(workspace: Path) -> None:
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         recipes = client.get("/api/recipes").json()
-        assert len(recipes) == 14  # 9 task recipes, 3 of seed 004, a round, a review
+        assert len(recipes) == BUNDLED_RECIPES
         recipe = client.get("/api/recipes/analytical_prose").json()
         assert recipe["phase_a"][1]["tool"] == "prose_analyzer"
         routed = client.post("/api/route", json={"task": "foreshadowing audit"}).json()

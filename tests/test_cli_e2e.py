@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.bundled import BUNDLED_RECIPES
 from tests.conftest import APPENDIX_D_KEYS, NEEDS_SCENE_RECIPE, write_override
 
 pytestmark = pytest.mark.e2e
@@ -94,7 +95,7 @@ def test_route_and_recipes_commands(workspace: Path) -> None:
     unroutable = cli("route", "bake bread", "-w", str(workspace))
     assert unroutable.returncode == 3 and "not routable" in unroutable.stdout
     listed = as_json(cli("recipes", "list", "-w", str(workspace), "--json"))
-    assert len(listed) == 14
+    assert len(listed) == BUNDLED_RECIPES
     assert cli("recipes", "validate", "-w", str(workspace)).returncode == 0
     shown = as_json(cli("recipes", "show", "structural_canon", "-w", str(workspace)))
     assert shown["recipe_id"] == "structural_canon"

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.bundled import BUNDLED_RECIPES
 from tests.conftest import write_override
 from tests.live import live_server
 from tests.test_cli_e2e import CLI, as_json, cli
@@ -133,7 +134,7 @@ def test_a_broken_override_recipe_leaves_the_server_reading_and_refuses_its_runs
     path = write_override(workspace, "broken.json", "{ not json")
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         assert client.get("/api/runs").json() == []
-        assert len(client.get("/api/recipes").json()) == 14
+        assert len(client.get("/api/recipes").json()) == BUNDLED_RECIPES
         refused = client.post("/api/runs", json={"recipe_id": "structural_canon"})
         assert refused.status_code == 400
         assert refused.json()["error"]["code"] == "invalid_recipe"

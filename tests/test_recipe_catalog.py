@@ -11,6 +11,7 @@ from controlroom.domain.errors import RecipeInvalidError, UnknownRecipeError
 from controlroom.prompts.registry import PromptRegistry
 from controlroom.recipes.catalog import RecipeCatalog
 from controlroom.tools.base import ToolRegistry
+from tests.bundled import BUNDLED_RECIPES
 from tests.conftest import FIXTURES, write_override
 
 TOOLS = ToolRegistry.default().names()
@@ -37,7 +38,7 @@ def test_a_broken_override_is_refused_when_run_while_every_other_recipe_loads(
     for lookup in (catalog.get, catalog.entry):
         with pytest.raises(RecipeInvalidError, match="crystal_ball"):
             lookup("creative_draft_scene")
-    assert len(catalog.recipes()) == 14  # the bundled recipe stays listed
+    assert len(catalog.recipes()) == BUNDLED_RECIPES  # the bundled recipe stays listed
 
 
 def test_a_broken_new_recipe_is_known_by_its_id_so_running_it_names_the_problem(
@@ -59,7 +60,7 @@ def test_a_file_too_broken_to_name_its_recipe_blocks_running_but_not_reading(
         catalog.get("structural_canon")  # the broken file may be its override
     assert str(path) in str(caught.value)
     assert catalog.entry("structural_canon").bundled
-    assert len(catalog.entries()) == 14
+    assert len(catalog.entries()) == BUNDLED_RECIPES
     with pytest.raises(UnknownRecipeError):
         catalog.entry("nope")
 
