@@ -44,6 +44,7 @@ from controlroom.domain.loops import (
     loop_of,
     loop_roles,
     pending_collaboration,
+    progress,
     stall,
     typical_next,
 )
@@ -95,11 +96,13 @@ class AdaptiveFlow:
         count = sum(held.values())
         done = library_history(spec, view.history)
         turn = 1 + sum(1 for d in view.decisions if (d.loop or {}).get("kind") == "turn")
-        state = {
+        moved = progress(spec, view, held)
+        state: dict[str, Any] = {
             "turn": turn,
             "iteration": len(done),
             "criteria": held,
             "held": count,
+            "progress": moved,
         }
         if all(held.values()):
             reason = f"stable after {len(done)} step(s): every criterion holds"
@@ -115,7 +118,7 @@ class AdaptiveFlow:
                 f"and not stable ({failing} not holding)"
             )
             return StepsDone(reason, loop={**state, "kind": "end", "ending": "capped"})
-        stalled = stall(spec, view, count) if done else None
+        stalled = stall(spec, view, moved) if done else None
         if stalled is not None:
             return self._stalled(view, spec, stalled, state)
         candidates = allowed_next(spec, view)
@@ -145,6 +148,13 @@ class AdaptiveFlow:
         instance = next(p.instance_id for p in reversed(view.history) if p.step_id == subject)
         failure = StepFailure(index, subject, instance, "contract", "LoopStalled", why)
         climbed = ladder_decide(replace(view, failure=failure))
+        if isinstance(climbed, RunStep) and climbed.index == index:
+            # The stronger model is told what the loop tells the step (its description, the
+            # gate's findings), or it could only repeat the stalled answer.
+            told = (_describe(spec, view, subject), *self._additions(view, spec, subject))
+            additions = (*told, *climbed.overrides.prompt_additions)
+            overrides = replace(climbed.overrides, prompt_additions=additions)
+            return replace(climbed, overrides=overrides, loop=loop)
         if isinstance(climbed, RunStep | StepsDone | FailRun):
             return replace(climbed, loop=loop)
         return FailRun(
@@ -252,9 +262,10 @@ class AdaptiveFlow:
         gate = last_gate(spec, recipe, view)
         entry = spec.library_step(step_id)
         last_own = max((i for i, p in enumerate(view.history) if p.step_id == step_id), default=-1)
-        judged_since = gate is not None and _position_of(view, gate.step) > last_own
         sent_back = gate is not None and not gate.passed and gate.back_to in (None, step_id)
-        if gate is not None and sent_back and judged_since and entry and not entry.gate:
+        # The latest verdict is the loop's state until a gate judges again: a step run
+        # after it (even one that ignored it) is still told its findings.
+        if gate is not None and sent_back and entry and not entry.gate:
             findings = "\n".join(f"- {f}" for f in gate.findings[:40])
             out.append(f'<gate_findings gate="{gate.step}">\n{findings}\n</gate_findings>')
         for decision in view.decisions:
@@ -320,10 +331,6 @@ class AdaptiveFlow:
                 loop={**loop, "kind": "end", "ending": "capped"},
             )
         return self._run(view, spec, choice, None, loop, "")
-
-
-def _position_of(view: RunView, step_id: str) -> int:
-    return max((i for i, p in enumerate(view.history) if p.step_id == step_id), default=-1)
 
 
 def _describe(spec: LoopSpec, view: RunView, step_id: str) -> str:

@@ -75,7 +75,11 @@ def loop_problems(recipe: Recipe) -> Iterator[tuple[str, str]]:
         if step.step_id not in inside:
             after_loop = True
             for path in step.paths_written():
-                if "{{" not in path and (why := spec.scope.path_problem(path)):
+                if (
+                    "{{" not in path
+                    and not path.startswith("$ref:")
+                    and (why := spec.scope.path_problem(path))
+                ):
                     yield f"$.phase_b[{i}].path", why
         elif after_loop:
             yield f"$.phase_b[{i}]", "the loop's own steps come before the steps that follow it"

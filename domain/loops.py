@@ -152,10 +152,17 @@ def _no_blocking(value: Any, field: str) -> bool:
     return all(isinstance(item, Mapping) and item.get("blocking") is False for item in value)
 
 
+def progress(spec: LoopSpec, view: RunView, held: Mapping[str, bool]) -> int:
+    """How far the loop has come: the criteria that hold, plus the required steps that
+    have run (a loop's first pass is progress before any criterion can hold)."""
+    runs = runs_of(spec, view.history)
+    return sum(held.values()) + sum(1 for s in spec.required_steps if runs.get(s, 0) > 0)
+
+
 def stall(spec: LoopSpec, view: RunView, held_now: int) -> str | None:
     """Why the loop has stalled, or None: the step that just ran wrote what it wrote the
     time before (a gate: the same findings twice), or `stall_limit` turns went by without
-    one more criterion holding. Only what happened since the last stall counts."""
+    its progress (`progress`) growing. Only what happened since the last stall counts."""
     done = library_history(spec, view.history)
     if done and done[-1] is view.history[-1]:
         last = done[-1]
@@ -168,10 +175,10 @@ def stall(spec: LoopSpec, view: RunView, held_now: int) -> str | None:
                 f"({last.output_hash[:19]}…)"
             )
     turns = _turns_since_stall(view)
-    helds = [int(t.get("held", 0)) for t in turns] + [held_now]
+    helds = [int(t.get("progress", t.get("held", 0))) for t in turns] + [held_now]
     limit = spec.caps.stall_limit
     if len(helds) > limit and max(helds[-limit:]) <= max(helds[:-limit]):
-        return f"{limit} turn(s) without one more stabilization criterion holding"
+        return f"{limit} turn(s) without progress (no criterion or required step gained)"
     return None
 
 

@@ -32,9 +32,13 @@ MAX_ITEMS = 40
 LIST_KEYS = (
     "findings", "conflicts", "issues", "gaps", "flags", "hooks", "problems",
     "long_sentences", "repeated_words", "adverbs", "items", "entries", "threads",
+    "unresolved", "drops", "confusing_scenes", "uncarded", "read_in_text",
 )  # fmt: skip
 #: Fields that name an item, in the order they are tried.
-LABEL_KEYS = ("message", "title", "name", "entity", "summary", "text", "sentence", "word", "path")
+LABEL_KEYS = (
+    "message", "title", "name", "entity", "summary", "text", "sentence", "word", "path",
+    "term", "attribute",
+)  # fmt: skip
 
 _TAG = re.compile(r"<(gate_findings|collaboration)\b[^>]*>(.*?)</\1>", re.DOTALL)
 
@@ -180,13 +184,17 @@ def showrunner_turn(task: str, inputs: Inputs) -> str:
     if just_judged and gate.get("verdict") == "FAIL":
         back = gate.get("back_to") or state.get("last_work_step")
     choice = typical_next(allowed, flow, state.get("last_step"), back)
+    turns = [t for t in state.get("turns") or [] if isinstance(t, Mapping)]
+    helped = str(turns[-1].get("collaborator_for") or "") if turns else ""
+    if helped in allowed:  # a collaborator just answered: the requester goes again with it
+        choice, back = helped, helped
     asked = state.get("collaboration_request")
     collaboration = None
     if isinstance(asked, Mapping):
         roles = {r for e in state.get("library") or [] for r in e.get("roles") or []}
-        helped = any(t.get("collaborator_for") == str(asked.get("from", "")).split("#")[0]
-                     for t in state.get("turns") or [])  # fmt: skip
-        collaboration = "approve" if asked.get("role") in roles and not helped else "deny"
+        requester = str(asked.get("from", "")).split("#")[0]
+        before = any(t.get("collaborator_for") == requester for t in turns)
+        collaboration = "approve" if asked.get("role") in roles and not before else "deny"
     if choice is None:
         reply = {"next": "ask_person", "role": None, "notes": "", "collaboration": collaboration,
                  "reason": "no allowed step can move the loop forward"}  # fmt: skip
