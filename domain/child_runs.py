@@ -327,8 +327,9 @@ class ChildrenOutcome(StepOutcome):
         return cls(text, sha256_text(text), [])
 
     def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
-        done = sum(1 for e in json.loads(self.text)["children"] if e["outcome"] in (0, 12))
-        total = len(json.loads(self.text)["children"])
+        children = json.loads(self.text)["children"]
+        done = sum(1 for e in children if e["outcome"] in (0, 12))
+        total = len(children)
         return [
             (
                 SlotWritten,

@@ -63,16 +63,42 @@ class TreeBudget:
     def __init__(self, store: EventStore, root: Run, current: Run) -> None:
         self.store, self.root, self.current = store, root, current
         self.usd, self.tokens = declared_budget(root)
+        #: Finished runs of the tree (their spend and children never change again), so a
+        #: check loads only the runs still going, not the whole tree, before each call.
+        self._settled: dict[str, tuple[Spend, list[str]]] = {}
 
     @property
     def declared(self) -> bool:
         return self.usd is not None or self.tokens is not None
 
+    def spent(self) -> Spend:
+        """What the tree has spent: `current` as this process holds it, finished runs as
+        remembered, every other run as the store has it now."""
+        from controlroom.engine.child_policies import children_of
+
+        total = NOTHING
+        queue, seen = [self.root.id], {self.root.id}
+        while queue:
+            run_id = queue.pop(0)
+            settled = self._settled.get(run_id)
+            if settled is not None:
+                spend, children = settled
+            else:
+                run = self.current if run_id == self.current.id else self.store.load(Run, run_id)
+                if run is None:
+                    continue
+                spend, children = run.spent, list(children_of(run))
+                if run.is_finished and run is not self.current:
+                    self._settled[run_id] = (spend, children)
+            total = total + spend
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
+        return total
+
     def __call__(self) -> None:
-        root = (
-            self.current if self.root.id == self.current.id else self.store.load(Run, self.root.id)
-        )
-        spent = tree_spend(self.store, root or self.root, self.current)
+        spent = self.spent()
         if self.usd is not None and spent.cost_usd >= self.usd:
             raise TreeBudgetExceededError(self.root.id, f"${spent.cost_usd:.4f} of ${self.usd:g}")
         if self.tokens is not None and spent.tokens >= self.tokens:
