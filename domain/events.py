@@ -255,3 +255,32 @@ class ModelReplyEvent(DomainEvent):
 
     def call(self) -> CallFacts:
         raise NotImplementedError
+
+
+class RecordedLoopCall(JournalRecord, ModelReplyEvent):
+    """A model call a step's own loop committed as it returned (a checked loop's draft or
+    check, a sentinel's verification or fix): the call's facts, read by `call()`."""
+
+    abstract_event: ClassVar[bool] = True
+    agent_id: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    cost_usd: float | None = None
+    request_ref: str | None = None
+
+    def role(self) -> str:
+        return self.agent_id.rsplit("-", 1)[0]
+
+    def tier_of(self) -> str:
+        return ""
+
+    def call(self) -> CallFacts:
+        return CallFacts(
+            self.role(), self.provider, self.model, self.tier_of(),
+            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
+            self.attempts,
+        )  # fmt: skip

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.events import CallFacts, JournalRecord, ModelReplyEvent
+from controlroom.domain.events import CallFacts, JournalRecord, ModelReplyEvent, RecordedLoopCall
 from controlroom.domain.outcomes import AgentOutcome, EventSpec
 from controlroom.domain.packets import PacketIntent
 from controlroom.domain.run_events import AgentResponded, SlotWritten
@@ -104,28 +104,12 @@ class ReceiptRecorded(JournalRecord):
     report: str | None = None
 
 
-class _CheckedLoopCall(JournalRecord, ModelReplyEvent):
+class _CheckedLoopCall(RecordedLoopCall):
     """A call of a checked loop (a draft of an item, or the check of a draft)."""
 
     abstract_event: ClassVar[bool] = True
     index: int
     attempt: int
-    agent_id: str
-    provider: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    attempts: int = 1
-    cost_usd: float | None = None
-    request_ref: str | None = None
-
-    def call(self) -> CallFacts:
-        return CallFacts(
-            self.agent_id.rsplit("-", 1)[0], self.provider, self.model, "",
-            self.input_tokens, self.output_tokens, self.latency_ms, self.cost_usd,
-            self.attempts,
-        )  # fmt: skip
 
 
 class ForEachItemDrafted(_CheckedLoopCall):

@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from controlroom.domain.canonical import preview, sha256_text
-from controlroom.domain.events import CallFacts, JournalRecord, ModelReplyEvent
+from controlroom.domain.events import RecordedLoopCall
 from controlroom.domain.outcomes import EventSpec, StepOutcome
 from controlroom.domain.run_events import SlotWritten
 from controlroom.domain.steps import STEP_KINDS, KnownNames, Phase, StepSpec
@@ -67,33 +67,17 @@ class VerifyLoopStep(StepSpec):
 STEP_KINDS.register(VerifyLoopStep)
 
 
-class _LoopCall(JournalRecord, ModelReplyEvent):
+class _LoopCall(RecordedLoopCall):
     abstract_event: ClassVar[bool] = True
     cycle: int
     agent_archetype: str
-    agent_id: str
-    provider: str
-    model: str
     tier: str = ""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    attempts: int = 1
-    cost_usd: float | None = None
-    request_ref: str | None = None
 
-    def call(self) -> CallFacts:
-        return CallFacts(
-            self.agent_archetype,
-            self.provider,
-            self.model,
-            self.tier,
-            self.input_tokens,
-            self.output_tokens,
-            self.latency_ms,
-            self.cost_usd,
-            self.attempts,
-        )
+    def role(self) -> str:
+        return self.agent_archetype
+
+    def tier_of(self) -> str:
+        return self.tier
 
 
 class SentinelVerified(_LoopCall):
