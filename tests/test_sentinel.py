@@ -22,6 +22,7 @@ from controlroom.domain.sentinel import (
 from controlroom.engine.context import Context
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.models import offline_roles
+from tests.conftest import REPO, write_override
 
 TASK = "Draft scene 4 from the outline"
 
@@ -166,3 +167,39 @@ def test_a_loop_killed_mid_way_resumes_without_asking_a_cycle_again(
         assert [c.cycle for c in checks] == [1, 2]
     finally:
         ctx.close()
+
+
+def test_a_fixer_served_over_http_with_a_cut_stream_then_prose_still_mends_the_text(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixer on a server on 127.0.0.1 speaking the OpenAI API: its first stream stops
+    short (retried), then it answers in plain prose, as fixers do; the text it answers is
+    what the verifier reads next, and it passes."""
+    from tests.fake_llm import REPLY, Script, openai_app, serve
+
+    script = Script(["ok"], by_model={"fixer-1": ["cut", "prose"]})
+    with serve(openai_app(script)) as base:
+        lab = {"type": "openai", "base_url": f"{base}/v1", "api_key_env": "LAB_KEY",
+               "max_retries": 1, "backoff_s": 0}  # fmt: skip
+        models = {
+            "providers": {
+                "offline": {"type": "offline",
+                            "faults": {"careless-1": {"fault": "contradict_canon"}}},
+                "lab": lab,
+            },
+            "roles": {"writer": {"provider": "offline", "model": "careless-1"}},
+        }  # fmt: skip
+        step = {"agent_archetype": "fixer", "prompt_type": "apply_fix_list", "shown_as": "text"}
+        recipe = json.loads((REPO / "recipes" / "verified_draft_scene.json").read_text())
+        recipe["phase_b"][-1]["fixer"] = step
+        write_override(workspace, "verified_draft_scene.json", json.dumps(recipe))
+        models["roles"]["fixer"] = {"provider": "lab", "model": "fixer-1"}  # type: ignore[index]
+        (workspace / ".control-room").mkdir(exist_ok=True)
+        (workspace / ".control-room" / "models.json").write_text(json.dumps(models))
+        monkeypatch.setenv("LAB_KEY", "k")
+        run, events = run_loop(workspace)
+    checks = [e for e in events if isinstance(e, SentinelVerified)]
+    (fixed,) = [e for e in events if isinstance(e, SentinelFixed)]
+    assert [c.passed for c in checks] == [False, True]
+    assert fixed.output.strip() == REPLY and fixed.attempts == 2  # the cut one, then prose
+    assert (run.status, run.outcome) == (RunStatus.DONE, 0)
