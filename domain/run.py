@@ -69,6 +69,7 @@ from controlroom.domain.run_events import (
     RunClaimed,
     RunCompleted,
     RunFailed,
+    RunForked,
     RunOrigin,
     RunReleased,
     RunResumed,
@@ -187,6 +188,8 @@ class Run(Aggregate):
         self.triage_verdicts: list[str] = []
         #: Seed 004's outcome code once the run has ended.
         self.outcome: int | None = None
+        #: What a fork changed (its templates and models apply whenever it runs on).
+        self.fork: RunForked | None = None
         #: What the run's model replies cost, rejected ones included (`domain/spend.py`).
         self.spent = NOTHING
         #: Texts the pending request events refer to by hash (domain/texts.py): the store
@@ -806,6 +809,9 @@ class Run(Aggregate):
         self.origin = e.origin or UNKNOWN_USER
         self.ladders = {step: Ladder.model_validate(data) for step, data in e.ladders.items()}
 
+    def _on_forked(self, e: RunForked) -> None:
+        self.fork = e
+
     def _on_claimed(self, e: RunClaimed) -> None:
         self.owner = e.owner
         self.lease_expires_at = e.lease_expires_at
@@ -899,6 +905,7 @@ class Run(Aggregate):
 
 _APPLIERS: dict[type[DomainEvent], Any] = {
     RunStarted: Run._on_started,
+    RunForked: Run._on_forked,
     FlowDecided: Run._on_decided,
     RunClaimed: Run._on_claimed,
     RunReleased: Run._on_released,

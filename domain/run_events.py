@@ -486,6 +486,9 @@ class RunForked(DomainEvent):
     models: dict[str, str] = Field(default_factory=dict)
     #: The task's args that changed, with their new values.
     args: dict[str, Any] = Field(default_factory=dict)
+    #: Each replaced template's text, by prompt type: a fork resumed later (another
+    #: process, a worker) runs on with the same templates, not the workspace's own.
+    prompt_texts: dict[str, str] = Field(default_factory=dict)
 
 
 TERMINAL_EVENTS = (RunCompleted, RunFailed, RunCancelled)

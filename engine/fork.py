@@ -8,8 +8,9 @@ The fork's first events are the source's, copied into the new run's own stream (
 slots, receipts, journal and flow decisions. No tool or model is called for them, and the
 source's stream is only read. `RunForked` records what was taken and what changed.
 
-The overrides act in this process: a fork that is interrupted and resumed later continues
-with the workspace's own templates and models.
+The overrides are part of the record (`RunForked` keeps each replaced template's text and
+each role's model), and whoever executes the fork — this command, a later `resume`, a
+worker — runs its live steps with them (`recorded_fork`).
 """
 
 from __future__ import annotations
@@ -162,6 +163,10 @@ def begin_fork(ctx: Context, request: ForkRequest) -> Run:
         prompts=prompts,
         models=dict(request.models),
         args={k: v for k, v in request.args.items() if started.task.args.get(k) != v},
+        prompt_texts={
+            prompt_type: file.read_text(encoding="utf-8")
+            for prompt_type, file in request.prompt_files.items()
+        },
     )
     for event in copied:
         run._trigger(type(event), now, **_fields(event))
@@ -169,29 +174,43 @@ def begin_fork(ctx: Context, request: ForkRequest) -> Run:
 
 
 @contextmanager
-def forked_context(ctx: Context, request: ForkRequest) -> Iterator[Context]:
-    """The context the fork's live steps run in: each replaced template as the top prompt
+def forked_context(
+    ctx: Context, prompt_texts: Mapping[str, str], models: Mapping[str, str]
+) -> Iterator[Context]:
+    """The context a fork's live steps run in: each replaced template as the top prompt
     layer (a folder that lasts while the fork runs), each replaced model in the agents."""
     with tempfile.TemporaryDirectory(prefix="controlroom-fork-") as folder:
         layer = Path(folder)
         (layer / "templates").mkdir()
         registry: dict[str, Any] = {"pipeline_templates": {}}
-        for prompt_type, file in request.prompt_files.items():
+        for prompt_type, text in prompt_texts.items():
             name = f"templates/{prompt_type}.fork.md"
-            (layer / name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
+            (layer / name).write_text(text, encoding="utf-8")
             registry["pipeline_templates"][prompt_type] = {
                 "label": f"{prompt_type} (fork)",
                 "variants": {tier: name for tier in TIERS},
             }
         (layer / "prompts.json").write_text(json.dumps(registry), encoding="utf-8")
         prompts = PromptRegistry([*ctx.prompts.layers, layer])
-        agents = ForkedAgents(ctx.agents, request.models) if request.models else ctx.agents
+        agents = ForkedAgents(ctx.agents, models) if models else ctx.agents
         yield dataclasses.replace(ctx, prompts=prompts, agents=agents)
+
+
+@contextmanager
+def recorded_fork(ctx: Context, run: Run) -> Iterator[Context]:
+    """`ctx` as the run's own fork record says its steps run (unchanged for a run that is
+    not a fork, or a fork that changed only args)."""
+    record = run.fork
+    if record is None or not (record.prompt_texts or record.models):
+        yield ctx
+        return
+    with forked_context(ctx, record.prompt_texts, record.models) as forked:
+        yield forked
 
 
 async def fork(ctx: Context, request: ForkRequest) -> Run:
     """Record the fork and run it on from STEP."""
     run = begin_fork(ctx, request)
-    StepRunner(ctx).save(run)
-    with forked_context(ctx, request) as forked:
-        return await StepRunner(forked).execute(run)
+    runner = StepRunner(ctx)
+    runner.save(run)
+    return await runner.execute(run)  # with the recorded templates and models

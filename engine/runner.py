@@ -123,10 +123,17 @@ class StepRunner:
 
     async def execute(self, run: Run) -> Run:
         """Advance the run until it finishes or waits. Returns the run as it then is."""
+        from controlroom.engine.fork import recorded_fork
+
         heartbeat = asyncio.create_task(self._heartbeat(run)) if self.owner else None
+        ctx = self.ctx
         try:
-            return await self._execute(run)
+            # A fork's steps run with the templates and models its record names, whichever
+            # process executes it (the fork command, a later resume, a worker).
+            with recorded_fork(ctx, run) as self.ctx:
+                return await self._execute(run)
         finally:
+            self.ctx = ctx
             if heartbeat is not None:
                 heartbeat.cancel()
                 with contextlib.suppress(asyncio.CancelledError, RunConflictError):

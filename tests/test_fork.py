@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from controlroom.engine.service import RunRequest, RunService
 from controlroom.models.agents import AgentDirectory
 from controlroom.models.port import ModelRequest, ModelResponse, TextSink
 from controlroom.prompts.registry import BUNDLED_DIR
+from tests.conftest import sent_bodies
 
 CLI = str(Path(sys.executable).parent / "controlroom")
 SCENE = Path("Story") / "Scenes" / "SCN-04-the-reckoning.md"
@@ -134,3 +136,43 @@ def test_fork_and_diff_on_the_command_line(workspace: Path, tmp_path: Path) -> N
     assert not steps["draft"]["changed"] and not steps["brief"]["changed"]
     shown = json.loads(cli("show", fork_id).stdout)
     assert shown["forked_from"] == {"run_id": source, "step": "polish"}
+
+
+def test_a_fork_killed_before_its_live_steps_resumes_with_its_own_prompt(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The fork's template is in its record: a `resume` in another process, after the
+    fork command was killed, still runs the forked step with it."""
+
+    def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CLI, *args, "-w", str(workspace), "--json"],
+            capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
+
+    run = cli("run", "creative_draft_scene")
+    assert run.returncode == 0, run.stderr
+    source = json.loads(run.stdout)["run_id"]
+    (workspace / SCENE).unlink()
+    prompt = editor_prompt(tmp_path)
+    killed = cli(
+        "fork", source, "--from", "polish", "--prompt-file", f"polish_draft={prompt}",
+        env={"CONTROLROOM_CRASH_AFTER_COMMIT": "1"},
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    prompt.unlink()  # the file is gone: only the record can say what the template was
+    resumed = cli("resume")
+    assert resumed.returncode == 0, resumed.stderr
+    ctx = Context.open(workspace)
+    try:
+        (record,) = [e for e in ctx.store.read_log() if isinstance(e.event, RunForked)]
+        fork_id = record.event.originator_id
+        asked = [e for e in ctx.store.stream(fork_id) if isinstance(e, AgentResponded)]
+        polish = [e for e in asked if e.step_id == "polish"]
+        assert polish, "the forked step never ran"
+        bodies = sent_bodies(workspace, ctx.store.stream(fork_id))
+    finally:
+        ctx.close()
+    assert ADDED in record.event.prompt_texts["polish_draft"]
+    assert any(ADDED in json.dumps(body) for body in bodies.values())
