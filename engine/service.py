@@ -32,6 +32,7 @@ from controlroom.domain.run_events import (
     TaskSpec,
 )
 from controlroom.domain.texts import join_body, referred_texts
+from controlroom.engine.capability_check import check_capabilities
 from controlroom.engine.context import Context
 from controlroom.engine.hooks import PartialHook
 from controlroom.engine.ladders import resolve_ladders
@@ -88,6 +89,9 @@ class RunService:
             recipe = self.ctx.catalog.get(routing.recipe_id)
             description = request.task_or_recipe
             args = {**routing.initial_args, **request.args}
+        # A loop needing image or speech models this install lacks is refused here, for
+        # the CLI and HTTP alike, before anything is recorded.
+        check_capabilities(recipe)
         missing = recipe.required_args() - set(args)
         if missing:
             raise MissingArgsError(recipe.recipe_id, sorted(missing))

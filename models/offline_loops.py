@@ -2,7 +2,8 @@
 
 - `loop_work` takes the work list from its JSON inputs (a tool's findings, gaps, flags),
   deals with the first few items on a first pass, and with every item a gate's findings
-  name when it is sent back (a bounded first pass, then a revision). It asks for the
+  name when it is sent back (a bounded first pass, then a revision; a list longer than
+  the gate's feedback shows is dealt with whole on revision). It asks for the
   continuity role's help when its list holds canon conflicts and no collaborator has
   answered yet.
 - `loop_gatecheck` checks that every item of the work list is among the work's
@@ -20,12 +21,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlroom.domain import untrusted_json
+from controlroom.domain.gates import MAX_FINDINGS
 from controlroom.domain.loops import typical_next
 
 Inputs = list[tuple[str, str]]
 
 #: Items a first pass deals with; a revision deals with every item the gate names too.
 FIRST_PASS = 3
+#: The most findings a gate's feedback shows a revision (domain/gates.py `MAX_FINDINGS`).
+MAX_SHOWN_FINDINGS = MAX_FINDINGS
 #: At most this many items are read from the work list.
 MAX_ITEMS = 40
 #: Keys under which tool reports list their items, in the order they are looked for.
@@ -110,6 +114,11 @@ def loop_work(task: str, inputs: Inputs) -> str:
     helped = _tagged(also, "collaboration")
     chosen = items[:FIRST_PASS]
     chosen += [item for item in _named_in(findings, items) if item not in chosen]
+    if findings and len(items) > FIRST_PASS + MAX_SHOWN_FINDINGS:
+        # The gate's feedback shows at most MAX_SHOWN_FINDINGS of what it found missing; a
+        # revision told only those would trade them for the next ones forever (a real
+        # novel's 40-item list), so a revision of a long list deals with all of it.
+        chosen += [item for item in items if item not in chosen]
     lines = [f"# {task.strip() or 'Loop step'}", ""]
     if not items:
         lines.append("The work list is empty: nothing in the inputs needs this step.")

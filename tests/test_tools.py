@@ -41,6 +41,7 @@ def test_the_eight_tools_of_the_recipe_map_are_registered() -> None:
             "stakes_mapper",
             "reader_experience_simulator",
             "scene_draft_validator",
+            "file_manifest",
         ]
     )
 

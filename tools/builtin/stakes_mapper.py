@@ -37,6 +37,10 @@ def is_thread_term(term: str, lowercase: set[str]) -> bool:
 
 class StakesMapperArgs(ToolArgs):
     paths: list[str]
+    #: False: the stake sentences are counted, not listed. A loop whose roles read this
+    #: report in full for its threads (Hook Harvest, Codex Expansion) keeps it small
+    #: enough to be shown whole for a novel's chapters.
+    stake_sentences: bool = True
 
 
 class StakesMapper:
@@ -93,10 +97,12 @@ class StakesMapper:
         ]
         output: dict[str, Any] = {
             "threads": threads,
-            "stakes": stakes,
+            "stakes": stakes if args.stake_sentences else [],
             "unresolved": list(unresolved),
             "scene_order": list(args.paths),
         }
+        if not args.stake_sentences:
+            output["stake_count"] = len(stakes)
         lines = [
             f"{len(threads)} threads across {len(args.paths)} scenes, "
             f"{len(stakes)} stake sentence(s), {len(unresolved)} planted but never returned"
