@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from controlroom.api.errors import HttpError
 from controlroom.api.run_text import not_advancing
 from controlroom.domain.errors import RunNotFoundError
+from controlroom.projections.models import LoopView
 from controlroom.projections.run_tree import tree_totals
 from controlroom.projections.run_view import RunView
 
@@ -64,6 +65,11 @@ class RunState(BaseModel):
         description="with children: the run and every run below it rolled up (runs, depth, "
         "cost, tokens, outcomes); only on the single run's state",
     )
+    loop: dict[str, Any] | None = Field(
+        default=None,
+        description="an adaptive loop's turns and ending (`RunDetail.loop`): the page's "
+        "Loop turns panel",
+    )
 
 
 def run_state(view: RunView) -> RunState:
@@ -100,7 +106,13 @@ def run_state(view: RunView) -> RunState:
         dod="not_checked" if view.dod is None else "passed" if view.dod["passed"] else "failed",
         parent=run.get("parent"),
         children=list(run.get("children") or []),
+        loop=_loop(run.get("loop")),
     )
+
+
+def _loop(loop: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The loop's turns in `RunDetail.loop`'s shape (fields without a value left out)."""
+    return LoopView.model_validate(loop).model_dump(mode="json") if loop else None
 
 
 def _shown(status: str, stalled: str | None, run: dict[str, Any]) -> Shown:

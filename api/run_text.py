@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from controlroom.api.loop_text import loop_lines
 from controlroom.engine.ports import owner_is_gone
 from controlroom.projections.run_tree import outcome_label
 
@@ -57,6 +58,8 @@ def print_run(view: dict[str, Any]) -> None:
         )
     for rung in view.get("ladder") or []:
         print(f"  ladder {rung['kind']:<9} {rung.get('instance_id') or '-'}: {rung['reason']}")
+    if view.get("loop"):
+        print("\n".join(loop_lines(view["loop"])))
     if view.get("cost_usd"):
         print(f"cost: ${view['cost_usd']:.4f} (every reply paid for, rejected ones included)")
     wait = view.get("waiting_for_person")

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 11
+LAYOUT: Final = 12
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -69,7 +69,7 @@ TABLES: Final = (
         timestamp TIMESTAMP, recipe_id VARCHAR, task VARCHAR, session_id VARCHAR, trace_id VARCHAR,
         total_steps INTEGER, routed BOOLEAN, error VARCHAR, step_id VARCHAR, reason VARCHAR,
         owner VARCHAR, outcome INTEGER, parent_run_id VARCHAR, root_run_id VARCHAR,
-        depth INTEGER)""",
+        depth INTEGER, loop_name VARCHAR)""",
     """CREATE TABLE step_events (
         position BIGINT NOT NULL, run_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
         timestamp TIMESTAMP, step_id VARCHAR, instance_id VARCHAR, step_index INTEGER, kind VARCHAR,
@@ -94,6 +94,14 @@ TABLES: Final = (
     """CREATE TABLE dod_checks (
         position BIGINT NOT NULL, run_id VARCHAR NOT NULL, timestamp TIMESTAMP, check_index INTEGER,
         check_type VARCHAR, passed BOOLEAN, detail VARCHAR, "check" JSON)""",
+    # An adaptive loop's turns (seed 003): one row per `FlowDecided` with a `loop`, of
+    # kind turn (code judged the criteria and asked the Showrunner), choice (its answer, or
+    # the typical flow's on a fallback), stall, or end (stable or capped).
+    """CREATE TABLE loop_events (
+        position BIGINT NOT NULL, run_id VARCHAR NOT NULL, timestamp TIMESTAMP, kind VARCHAR,
+        turn INTEGER, iteration INTEGER, held INTEGER, criteria JSON, candidates JSON,
+        choice VARCHAR, role VARCHAR, fallback BOOLEAN, errors JSON, stall VARCHAR,
+        subject VARCHAR, ending VARCHAR, instance_id VARCHAR, reason VARCHAR)""",
     """CREATE TABLE issue_events (
         position BIGINT NOT NULL, issue_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
         timestamp TIMESTAMP, kind VARCHAR, title VARCHAR, detail VARCHAR, run_id VARCHAR,
@@ -109,6 +117,7 @@ TABLE_NAMES: Final = (
     "receipts",
     "dod_results",
     "dod_checks",
+    "loop_events",
     "issue_events",
 )
 
@@ -330,8 +339,23 @@ VIEWS: Final = (
             AND CAST(payload->>'$.abstained' AS BOOLEAN)) AS abstained,
         count(*) FILTER (WHERE event_type = 'ReplyRejected') AS rejected
     FROM events WHERE aggregate_type = 'round' GROUP BY aggregate_id""",
+    # Each loop turn with its run's recipe and loop name (the recipe's `loop.name`).
+    """CREATE OR REPLACE VIEW loop_turns AS
+    WITH run AS (
+        SELECT run_id, any_value(recipe_id) FILTER (WHERE event_type = 'RunStarted') AS recipe_id,
+            any_value(loop_name) FILTER (WHERE event_type = 'RunStarted') AS loop_name
+        FROM run_events GROUP BY run_id)
+    SELECT l.position, l.run_id, r.recipe_id, coalesce(r.loop_name, r.recipe_id) AS loop_name,
+        l.timestamp, l.turn, l.kind, l.iteration, l.held,
+        CAST(json_array_length(json_keys(l.criteria)) AS INTEGER) AS criteria_count,
+        l.criteria, l.candidates, l.choice, l.role, coalesce(l.fallback, false) AS fallback,
+        l.errors, l.stall IS NOT NULL AS stall, l.stall AS stall_reason, l.subject, l.ending,
+        l.instance_id, l.reason
+    FROM loop_events l LEFT JOIN run r USING (run_id)""",
 )
-VIEW_NAMES: Final = ("runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds")
+VIEW_NAMES: Final = (
+    "runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds", "loop_turns",
+)  # fmt: skip
 
 # -- loading one batch ---------------------------------------------------------------------
 # Every table but `events` is loaded from the batch's rows of its event types, picked out
@@ -349,6 +373,19 @@ _RUN = _shape(
     recipe_id=_V, task={"description": _V}, session_id=_V, trace_id=_V, total_steps=_I,
     routing="JSON", error=_V, step_id=_V, reason=_V, owner=_V, outcome=_I,
     origin={"parent_run_id": _V, "root_run_id": _V, "depth": _I},
+    recipe={"loop": {"name": _V}},
+)  # fmt: skip
+_LOOP = _shape(
+    instance_id=_V, reason=_V,
+    loop={
+        "kind": _V, "turn": _I, "iteration": _I, "held": _I, "criteria": "JSON",
+        "candidates": "JSON", "choice": _V, "role": _V, "fallback": _B, "errors": "JSON",
+        "stall": _V, "subject": _V, "ending": _V,
+    },
+)  # fmt: skip
+_SENTINEL = _shape(
+    step_id=_V, agent_archetype=_V, agent_id=_V, provider=_V, model=_V, tier=_V,
+    input_tokens="BIGINT", output_tokens="BIGINT", latency_ms=_D, cost_usd=_D, attempts=_I,
 )  # fmt: skip
 _STEP = _shape(
     step_id=_V, instance_id=_V, step_index=_I, kind=_V, phase=_V, tool=_V,
@@ -448,7 +485,7 @@ LOADS: Final = (
         j.session_id, j.trace_id, j.total_steps,
         CASE WHEN event_type = 'RunStarted' THEN j.routing IS NOT NULL END,
         j.error, j.step_id, j.reason, j.owner, j.outcome, j.origin.parent_run_id,
-        j.origin.root_run_id, j.origin.depth
+        j.origin.root_run_id, j.origin.depth, j.recipe.loop.name
     FROM parsed""",
     ),
     Load(
@@ -536,6 +573,17 @@ LOADS: Final = (
         j.provider = 'offline', j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
     FROM parsed""",
     ),
+    # A verify loop's calls (`domain/sentinel.py`): each verification and each fix is a
+    # model call of its own, recorded by no `AgentResponded`.
+    Load(
+        "agent_calls",
+        ("SentinelVerified", "SentinelFixed"),
+        _SENTINEL,
+        """SELECT position, aggregate_id, j.step_id, timestamp, j.agent_archetype, j.agent_id,
+        j.provider, j.model, j.tier, event_type, NULL, j.input_tokens, j.output_tokens,
+        j.provider = 'offline', j.latency_ms, j.cost_usd, coalesce(j.attempts, 1)
+    FROM parsed""",
+    ),
     Load(
         "model_attempts",
         ("ModelAttemptFailed",),
@@ -567,6 +615,16 @@ LOADS: Final = (
         r."check"
     FROM (SELECT position, aggregate_id AS run_id, timestamp, unnest(j.results) AS r
           FROM parsed)""",
+    ),
+    Load(
+        "loop_events",
+        ("FlowDecided",),
+        _LOOP,
+        """SELECT position, aggregate_id, timestamp, j.loop.kind, j.loop.turn, j.loop.iteration,
+        j.loop.held, j.loop.criteria, j.loop.candidates, j.loop.choice, j.loop.role,
+        j.loop.fallback, j.loop.errors, j.loop.stall, j.loop.subject, j.loop.ending,
+        j.instance_id, j.reason
+    FROM parsed WHERE j.loop IS NOT NULL""",
     ),
     Load(
         "issue_events",
@@ -629,6 +687,39 @@ REPORTS: Final = {
             epoch(max(t.finished_at)) - epoch(min(t.started_at)) AS wall_s
         FROM runs t JOIN runs r ON r.run_id = t.root_run_id
         GROUP BY t.root_run_id HAVING count(*) > 1 ORDER BY min(t.started_at)""",
+    ),
+    # Adaptive loops (seed 003): how long a loop takes to settle, how often the Showrunner's
+    # answer could not be used, and which steps it runs again.
+    "loops": Report(
+        "Adaptive loops: turns per run, stabilization rate (stable / ended), fallback rate "
+        "(fallback choices / choices), stalls",
+        """SELECT loop_name, recipe_id, count(DISTINCT run_id) AS runs,
+            count(*) FILTER (WHERE kind = 'turn') AS turns,
+            round(count(*) FILTER (WHERE kind = 'turn') / count(DISTINCT run_id), 2)
+                AS turns_per_run,
+            count(*) FILTER (WHERE kind = 'end') AS ended,
+            count(*) FILTER (WHERE ending = 'stable') AS stable,
+            count(*) FILTER (WHERE ending = 'capped') AS capped,
+            round(100.0 * count(*) FILTER (WHERE ending = 'stable')
+                / nullif(count(*) FILTER (WHERE kind = 'end'), 0), 1) AS stabilization_pct,
+            count(*) FILTER (WHERE kind = 'choice' OR (kind = 'end' AND fallback)) AS choices,
+            count(*) FILTER (WHERE fallback) AS fallbacks,
+            round(100.0 * count(*) FILTER (WHERE fallback) / nullif(count(*) FILTER (
+                WHERE kind = 'choice' OR (kind = 'end' AND fallback)), 0), 1) AS fallback_pct,
+            count(*) FILTER (WHERE stall) AS stalls
+        FROM loop_turns GROUP BY loop_name, recipe_id ORDER BY loop_name, recipe_id""",
+    ),
+    "loop_steps": Report(
+        "Adaptive loops' steps: how often each was chosen, and repeated within a run",
+        """WITH per_run AS (
+            SELECT loop_name, choice AS step_id, run_id, count(*) AS chosen,
+                count(*) FILTER (WHERE fallback) AS by_fallback
+            FROM loop_turns WHERE kind = 'choice' AND choice IS NOT NULL
+            GROUP BY loop_name, choice, run_id)
+        SELECT loop_name, step_id, count(*) AS runs, sum(chosen) AS chosen,
+            sum(chosen - 1) AS repeats, round(sum(chosen - 1) / count(*), 2) AS repeats_per_run,
+            max(chosen) AS most_in_a_run, sum(by_fallback) AS by_fallback
+        FROM per_run GROUP BY loop_name, step_id ORDER BY loop_name, repeats DESC, step_id""",
     ),
     "dod_failures": Report(
         "Definition-of-done checks by recipe and check, failures first",

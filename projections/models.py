@@ -94,6 +94,54 @@ class RungView(ViewModel):
     reason: str
 
 
+class LoopTurnView(ViewModel):
+    """One turn of an adaptive loop (seed 003): what code judged, what the Showrunner was
+    shown and chose, or the stall that asked no one (`projections/loop_turns.py`)."""
+
+    turn: int | None
+    at: str
+    iteration: int | None = omitted_when_none("library steps run before this turn")
+    criteria: dict[str, bool] = Field(
+        default_factory=dict, description="each stabilization criterion: whether it held"
+    )
+    held: int | None = omitted_when_none("how many criteria held")
+    candidates: list[str] = Field(
+        default_factory=list, description="the steps code allowed (a stall: none asked)"
+    )
+    choice: str | None = omitted_when_none("the step chosen (by the Showrunner or fallback)")
+    role: str | None = omitted_when_none("the role it was woken as, when not its recommended")
+    reason: str | None = omitted_when_none("the Showrunner's reason, or the flow's")
+    fallback: bool | None = omitted_when_none(
+        "true: the Showrunner gave no usable choice; the typical flow chose"
+    )
+    errors: list[str] | None = omitted_when_none("why the Showrunner's reply was not used")
+    instance_id: str | None = omitted_when_none("the step instance the turn started")
+    stall: str | None = omitted_when_none("a stall: why the loop is not converging")
+    subject: str | None = omitted_when_none("a stall: the step blamed")
+    notes: str | None = omitted_when_none("the Showrunner's notes to the chosen step")
+    collaboration: str | None = omitted_when_none("a pending collaboration: approve or deny")
+    collaborator_for: str | None = omitted_when_none("the step a collaborator helps")
+    collaborator_role: str | None = omitted_when_none("the collaborator's role")
+
+
+class LoopEndingView(ViewModel):
+    ending: str | None = Field(description="stable (every criterion held) or capped")
+    turn: int | None
+    iteration: int | None
+    criteria: dict[str, bool]
+    held: int | None
+    reason: str | None
+    at: str
+
+
+class LoopView(ViewModel):
+    """An adaptive loop's turns, in order, and how it ended (`FlowDecided.loop`)."""
+
+    name: str | None = Field(description="the loop's name (its recipe's `loop.name`)")
+    turns: list[LoopTurnView]
+    ending: LoopEndingView | None = Field(description="stable or capped; null while it runs")
+
+
 class PersonWait(ViewModel):
     instance_id: str
     owner: str | None = None
@@ -204,6 +252,9 @@ class RunDetail(ViewModel):
     )
     waiting_for_person: PersonWait | None = omitted_when_none(
         "the step waits for a person's answer to this issue"
+    )
+    loop: LoopView | None = omitted_when_none(
+        "an adaptive loop's turns (seed 003): criteria, candidates, choice, fallback, stall"
     )
     parent: ParentView | None = omitted_when_none("the run that started this one, as a step")
     forked_from: ForkSource | None = omitted_when_none(

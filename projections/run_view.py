@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from controlroom.projections.loop_turns import fold_turn, new_loop
+
 if TYPE_CHECKING:  # the quick reads fold no event and import no pydantic
     from controlroom.domain.events import DomainEvent
 
@@ -133,6 +135,9 @@ class RunView:
             "routing": e.get("routing"),
             "error": None,
         }
+        loop = new_loop(e.get("recipe"))
+        if loop is not None:
+            self.run["loop"] = loop
         origin = e.get("origin") or {}
         if origin.get("kind") == "parent_step":
             self.run["parent"] = {
@@ -194,7 +199,11 @@ class RunView:
 
     def _on_decided(self, e: dict[str, Any], at: str) -> None:
         """A ladder's rung (escalate, consult, triage, a person, a gate's rollback): kept
-        on the run, and on the step instance it starts."""
+        on the run, and on the step instance it starts. An adaptive loop's turn: kept in
+        the run's `loop` (`projections/loop_turns.py`)."""
+        if e.get("loop"):
+            loop = self.run.get("loop") or {"name": None, "turns": [], "ending": None}
+            self.run["loop"] = fold_turn(loop, e, at, self.run.get("recipe_id"))
         rung = e.get("rung")
         if not rung:
             return
@@ -411,8 +420,11 @@ def _unset(key: str, value: object) -> bool:
 
 
 _OPTIONAL_RUN_FIELDS = frozenset(
-    {"owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd", "parent", "children"}
-)
+    {
+        "owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd", "parent",
+        "children", "loop",
+    }
+)  # fmt: skip
 
 
 def _skeleton(run_id: str, at: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import { api, ApiError, Feed, offers } from "./api.js";
 import { showAudit, showVerified } from "./audit.js";
 import { badge, duration, errorBox, formatMs, h, replace, section, when } from "./dom.js";
 import { fold, foldPartial, newRun } from "./fold.js";
+import { loopPanel } from "./loop.js";
 import { stepDetail } from "./step.js";
 import { setConnection } from "./status.js";
 
@@ -13,6 +14,7 @@ import { setConnection } from "./status.js";
 const SAYS_SOMETHING = new Set([
   "RunStarted", "RunClaimed", "RunReleased", "RunResumed", "RunRetried", "RunCompleted", "RunFailed", "RunCancelled",
   "StepStarted", "StepCompleted", "StepFailed", "StepWaiting", "HumanAnswered", "DodChecked", "AgentResponded", "AgentReplyRejected",
+  "FlowDecided",
 ]);
 
 export async function showRun(root, runId) {
@@ -35,6 +37,10 @@ export async function showRun(root, runId) {
   const timeline = h("ol", { class: "timeline", id: "timeline" });
   const detail = h("div", { class: "detail", id: "detail" });
   const dod = h("div", { id: "dod" });
+  const loopBox = h("div", { id: "loop-box" });
+  const loopSection = section("Loop turns", loopBox);
+  loopSection.id = "loop-section";
+  loopSection.hidden = true; // only a loop run has turns
   const issues = h("div", { id: "run-issues" });
   const verified = h("div", { id: "verified-box" });
   const audit = h("div", { id: "audit" });
@@ -56,6 +62,7 @@ export async function showRun(root, runId) {
       h("div", { class: "timeline-column" }, h("h2", {}, "Timeline"), timeline),
       detail,
     ),
+    loopSection,
     h("div", { class: "run-lower" }, section("Definition of done", dod), section("Issues", issues)),
     section("Waterfall", waterfall),
     section("Audit", verified, audit),
@@ -101,7 +108,18 @@ export async function showRun(root, runId) {
     renderTimeline();
     renderDetail();
     renderDod();
+    renderLoop();
     renderWaterfall();
+  }
+
+  let loopShown = null;
+  function renderLoop() {
+    const loop = state ? state.loop || null : null;
+    const key = JSON.stringify(loop);
+    if (key === loopShown) return;
+    loopShown = key;
+    loopSection.hidden = !loop;
+    replace(loopBox, loopPanel(loop));
   }
 
   function schedule() {
