@@ -29,6 +29,7 @@ from controlroom.api import (
     conference_args,
     inspect_args,
     issues_args,
+    loops_args,
     plans_args,
     runs_args,
     serve_args,
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect_args.add_events(sub, common)
     catalog_args.add_route(sub, common)
     catalog_args.add_recipes(sub, common)
+    loops_args.add_parser(sub, common)
     inspect_args.add_replay(sub, common)
     whatif_args.add_replay_test(sub, common)
     whatif_args.add_diff(sub, common)

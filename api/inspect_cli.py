@@ -49,6 +49,10 @@ def cmd_show(ns: argparse.Namespace) -> int:
         emit_json(view.model_dump(mode="json"))
         return EXIT_DONE
     print_run(view.model_dump(mode="json"))
+    from controlroom.api.loops_cli import after_loop_lines  # only a loop run's show needs it
+
+    for line in after_loop_lines(ctx, ns.run_id, view.recipe_id):
+        print(line)
     return EXIT_DONE
 
 

@@ -15,6 +15,7 @@ from controlroom.api.analytics import AnalyticsQueryBody, ReportSummary
 from controlroom.api.bodies import RouteBody, StartRunBody
 from controlroom.api.openapi_issues import issue_paths
 from controlroom.api.openapi_links import make_fuzzable
+from controlroom.api.openapi_loops import loop_paths
 from controlroom.api.openapi_plans import conference_paths, plan_paths
 from controlroom.api.openapi_status import pipeline_paths
 from controlroom.domain.recipe import Recipe
@@ -366,6 +367,7 @@ def openapi_document() -> dict[str, Any]:
     paths.update(issue_paths(models))
     paths.update(conference_paths(models))
     paths.update(pipeline_paths(models))
+    paths.update(loop_paths(models))
     paths["/metrics"] = {
         "get": _op(
             "Prometheus metrics: runs, steps, model calls, tokens, cost, retries and "

@@ -47,8 +47,11 @@ def cmd_show(ns: argparse.Namespace) -> int:
                     view = RunView.from_state(orjson.loads(row[0])).consolidated()
                     if view.get("children"):
                         view["tree"] = tree_totals(_states(views), ns.run_id)
-                    print_run(view)
-                    return EXIT_DONE
+                    # A loop that ended is shown with the next loop it proposes, which
+                    # reads the recipe catalog: the full path prints that.
+                    if not (view.get("loop") or {}).get("ending"):
+                        print_run(view)
+                        return EXIT_DONE
     from controlroom.api.inspect_cli import cmd_show as full_show
 
     return full_show(ns)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from controlroom.domain.canonical import preview, sha256_text
+from controlroom.domain.capabilities import missing
 from controlroom.domain.flow import RunView
 from controlroom.domain.loop_spec import LoopSpec
 from controlroom.domain.loops import judge, last_gate, runs_of
@@ -42,6 +43,60 @@ def full_definitions_text(recipes: Iterable[Recipe]) -> str:
     """Every loop recipe in full: what a Showrunner would read without the registry."""
     loops = [r for r in recipes if r.loop is not None]
     return render({r.recipe_id: r.snapshot() for r in sorted(loops, key=lambda r: r.recipe_id)})
+
+
+def needs_of(entry: Mapping[str, object]) -> list[str]:
+    needs = entry.get("needs")
+    return [str(n) for n in needs] if isinstance(needs, list) else []
+
+
+def missing_needs(
+    registry_: Mapping[str, Mapping[str, object]], env: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """Each loop's needs this install lacks (`CONTROLROOM_CAPABILITIES`), by loop name."""
+    return {name: missing(needs_of(entry), env) for name, entry in registry_.items()}
+
+
+def _names(entry: Mapping[str, object] | None, field: str) -> list[str]:
+    value = (entry or {}).get(field)
+    return [str(n) for n in value] if isinstance(value, list) else []
+
+
+def propose_next(
+    registry_: Mapping[str, Mapping[str, object]],
+    finished_loop: str,
+    ending: str,
+    missing_caps: Mapping[str, Sequence[str]],
+) -> tuple[str, str] | None:
+    """The loop to propose when `finished_loop` has ended (`ending`: stable or capped), and
+    why; None when tier 1 suggests none this install can run.
+
+    From tier 1 only: the finished loop's `often_precedes`, in order, then the loops whose
+    `often_follows` names it (by loop name). A name that is not a loop of this catalog is
+    passed over; a loop whose needs are missing (`missing_caps`, by loop name) is skipped
+    and the reason says so. This is what the offline Showrunner proposes; no model is asked
+    for the next loop yet, so the proposal is the same for every install with the same
+    recipes and capabilities."""
+    precedes = _names(registry_.get(finished_loop), "often_precedes")
+    follows = [
+        name
+        for name, entry in registry_.items()
+        if name != finished_loop and finished_loop in _names(entry, "often_follows")
+    ]
+    candidates = [(n, f"it often precedes {n}") for n in precedes if n in registry_]
+    candidates += [(n, f"{n} often follows it") for n in follows if n not in precedes]
+    skipped: list[str] = []
+    for name, relation in candidates:
+        lacking = list(missing_caps.get(name, ()))
+        if lacking:
+            skipped.append(
+                f"{name} skipped: it needs {', '.join(lacking)}, which this install lacks"
+            )
+            continue
+        how = "stable" if ending == "stable" else f"{ending}, not stable (read its report first)"
+        said = f"{finished_loop} ended {how}; {relation}: {registry_[name].get('purpose')}"
+        return name, "; ".join([said, *skipped])
+    return None
 
 
 def approx_tokens(text: str) -> int:
