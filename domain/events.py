@@ -131,6 +131,7 @@ class EventTypes:
 
     def __init__(self) -> None:
         self._by_name: dict[str, type[DomainEvent]] = {}
+        self._all_loaded = False
 
     def register(self, cls: type[DomainEvent]) -> None:
         existing = self._by_name.get(cls.type_name)
@@ -158,6 +159,12 @@ class EventTypes:
         return topics
 
     def get(self, name: str) -> type[DomainEvent]:
+        if name not in self._by_name and not self._all_loaded:
+            # A command that imports little (a quick read) meets an event whose module it
+            # never imported: every event class registers when its module loads, so load
+            # them all once rather than read the event as damaged.
+            self._all_loaded = True
+            _import_domain_modules()
         try:
             return self._by_name[name]
         except KeyError:
@@ -190,6 +197,16 @@ class EventTypes:
         if name in self._by_name and version != self._by_name[name].class_version:
             _, data = self.upcast(topic, data)
         return name, data
+
+
+def _import_domain_modules() -> None:
+    import importlib
+    import pkgutil
+
+    from controlroom import domain
+
+    for module in pkgutil.iter_modules(domain.__path__):
+        importlib.import_module(f"controlroom.domain.{module.name}")
 
 
 def parse_topic(topic: str) -> tuple[str, int]:
