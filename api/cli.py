@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     whatif_args.add_replay_test(sub, common)
     whatif_args.add_diff(sub, common)
     whatif_args.add_fork(sub, common)
+    whatif_args.add_eval(sub, common)
     audit_args.add_parser(sub, common).set_defaults(
         func=Command("controlroom.api.audit_cli", "run_audit", with_context=True)
     )

@@ -110,6 +110,8 @@ def cmd_resume(ns: argparse.Namespace) -> int:
     worst = EXIT_DONE
     for run_id in run_ids:
         printer = None
+        if not ns.run_id and service.load(run_id).is_finished:
+            continue  # finished since the list was read (an eval ran its unfinished fork)
         try:
             if not ns.quiet:
                 printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)

@@ -75,3 +75,63 @@ def add_fork(sub: Any, common: argparse.ArgumentParser) -> None:
         "--arg", action="append", default=[], metavar="KEY=VALUE", help="change a task arg"
     )
     p.set_defaults(func=Command("controlroom.api.whatif_cli", "cmd_fork", with_context=True))
+
+
+def add_eval(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "eval",
+        parents=[common],
+        help="evaluate a prompt or model change over past runs (each forked, then compared)",
+        description=(
+            "Each selected run is forked at the first step the change touches and run on "
+            "with it, in a scratch copy of the workspace (the manuscript and the source runs "
+            "untouched); the report says per run and in total which verdicts flipped and "
+            "what cost, tokens and latency did, and names the outputs that moved most. The "
+            "eval is itself a run (recipe `eval`): killed, `controlroom resume` goes on "
+            "without running a finished fork again. Select runs with --recipe/--status/"
+            "--last, --run, or --runs-sql (an analytics query whose first column is run ids)."
+        ),
+    )
+    p.add_argument(
+        "--prompt-file",
+        action="append",
+        default=[],
+        metavar="TYPE=FILE",
+        help="replace a prompt type's template (every tier) with this file's text",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ROLE=PROVIDER:MODEL",
+        help="serve a role with another configured model",
+    )
+    p.add_argument("--recipe", metavar="RECIPE", help="runs of this recipe only")
+    p.add_argument(
+        "--status",
+        default="done",
+        choices=["done", "failed", "any"],
+        help="runs that ended so (default: done)",
+    )
+    p.add_argument(
+        "--last",
+        type=int,
+        default=20,
+        metavar="N",
+        help="the N most recent matching runs (default 20, at most 200)",
+    )
+    p.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="this run (repeatable; instead of --recipe/--status/--last)",
+    )
+    p.add_argument(
+        "--runs-sql", metavar="SQL", help="an analytics query whose first column holds the run ids"
+    )
+    p.add_argument(
+        "--at-once", type=int, default=2, metavar="K", help="forks run at once (1-8, default 2)"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the outcome line")
+    p.set_defaults(func=Command("controlroom.api.whatif_cli", "cmd_eval", with_context=True))

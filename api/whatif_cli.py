@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from controlroom.api.cli_common import (
     EXIT_DONE,
@@ -16,9 +17,11 @@ from controlroom.api.cli_common import (
     STATUS_EXIT,
     emit_json,
     parse_args_kv,
+    read_views,
 )
 from controlroom.api.limits import check_id
 from controlroom.domain.errors import BadInputError
+from controlroom.domain.eval_step import MAX_AT_ONCE, MAX_SOURCES
 from controlroom.engine.context import Context
 from controlroom.engine.replay_test import ReplayReport, replay_test
 from controlroom.engine.run_diff import diff_runs
@@ -106,3 +109,73 @@ def cmd_fork(ctx: Context, ns: argparse.Namespace) -> int:
             print(f"  {run.error}")
         print(f"compare: controlroom diff {ns.run_id} {run.id} -w {ns.workspace}", file=sys.stderr)
     return STATUS_EXIT.get(run.status, EXIT_FAILED)
+
+
+def _selected(ctx: Context, ns: argparse.Namespace) -> list[str]:
+    """The runs an eval forks: named, from an analytics query, or the latest matching."""
+    if ns.run:
+        for run_id in ns.run:
+            check_id(run_id, "--run")
+        return list(dict.fromkeys(ns.run))
+    if not 1 <= ns.last <= MAX_SOURCES:
+        raise BadInputError(f"--last must be from 1 to {MAX_SOURCES}")
+    if ns.runs_sql:
+        from controlroom.projections.analytics import AnalyticsProjection
+
+        with AnalyticsProjection.for_workspace(
+            ctx.store, ctx.workspace.root, ctx.settings.analytics
+        ) as analytics:
+            analytics.catch_up()
+            result = analytics.query(ns.runs_sql)
+        ids = [str(row[0]) for row in result.rows if row and isinstance(row[0], str)]
+        return list(dict.fromkeys(ids))[: ns.last]
+    with read_views(ctx) as views:
+        status = None if ns.status == "any" else ns.status
+        rows = views.query.runs(status=status, recipe_id=ns.recipe)
+    rows = [r for r in rows if r.recipe_id != "eval"]
+    return [r.run_id for r in reversed(rows)][: ns.last]
+
+
+def cmd_eval(ctx: Context, ns: argparse.Namespace) -> int:
+    from controlroom.engine.service import RunRequest
+
+    texts = {}
+    for prompt_type, file in _pairs(ns.prompt_file, "--prompt-file").items():
+        path = Path(file)
+        if not path.is_file():
+            raise BadInputError(f"--prompt-file: {file} is not a file")
+        if prompt_type not in ctx.prompts.prompt_types():
+            raise BadInputError(f"--prompt-file: unknown prompt type '{prompt_type}'")
+        texts[prompt_type] = path.read_text(encoding="utf-8")
+    models = _pairs(ns.model, "--model")
+    for choice in models.values():
+        ctx.agents.check_model(choice)
+    if not texts and not models:
+        raise BadInputError("name a change: --prompt-file TYPE=FILE or --model ROLE=P:M")
+    if not 1 <= ns.at_once <= MAX_AT_ONCE:
+        raise BadInputError(f"--at-once must be from 1 to {MAX_AT_ONCE}")
+    sources = _selected(ctx, ns)
+    if not sources:
+        raise BadInputError("no run matches: nothing to evaluate")
+    args: dict[str, Any] = {"sources": sources, "prompt_texts": texts, "models": models,
+                            "at_once": ns.at_once}  # fmt: skip
+    what = ", ".join([*texts, *models])
+    service = RunService(ctx)
+    request = RunRequest(
+        "eval", args, description=f"eval of {what} over {len(sources)} run(s)", is_recipe_id=True
+    )
+    run = asyncio.run(service.execute(service.start(request)))
+    with read_views(ctx, after_command=True):
+        pass  # the policies react to the forks' endings (an issue for a failed fork)
+    report = run.slot_texts.get("eval_report", "")
+    path = ctx.workspace.root / "control-room-reports" / "evals" / f"{run.id}.md"
+    if ns.json:
+        emit_json({"run_id": run.id, "status": str(run.status), "sources": sources,
+                   "report": str(path) if path.exists() else None, "error": run.error})  # fmt: skip
+    else:
+        if not ns.quiet:
+            print(report.rstrip())
+        if path.exists():
+            print(f"report: {path}")
+        print(f"{run.id}: {run.status}" + (f" — {run.error}" if run.error else ""))
+    return EXIT_DONE if run.status == "done" else 1

@@ -241,6 +241,7 @@ STEP_KINDS.on_change(_rebuild_recipe_model)
 # Step kinds built on the recipe's own models (a review gate's checks are DoD checks)
 # register here, so every reader of a recipe, an old run's snapshot among them, knows them.
 from controlroom.domain import child_runs as _child_runs  # noqa: E402, F401
+from controlroom.domain import eval_step as _eval_step  # noqa: E402, F401
 from controlroom.domain import gates as _gates  # noqa: E402, F401
 from controlroom.domain import sentinel as _sentinel  # noqa: E402, F401
 from controlroom.domain import showrunner as _showrunner  # noqa: E402, F401

@@ -62,6 +62,17 @@ class ForkRequest:
     #: role (agent archetype) -> `provider:model`.
     models: Mapping[str, str] = field(default_factory=dict)
     args: Mapping[str, JsonValue] = field(default_factory=dict)
+    #: prompt type -> template text (an eval passes texts; the CLI, files).
+    prompt_texts: Mapping[str, str] = field(default_factory=dict)
+
+    def templates(self) -> dict[str, str]:
+        """Every replaced template's text, by prompt type."""
+        texts = dict(self.prompt_texts)
+        for prompt_type, file in self.prompt_files.items():
+            if not file.is_file():
+                raise BadInputError(f"--prompt-file: {file} is not a file")
+            texts[prompt_type] = file.read_text(encoding="utf-8")
+        return texts
 
 
 class ForkedAgents(AgentDirectory):
@@ -92,16 +103,14 @@ def _cut(events: list[DomainEvent], step: str) -> int:
 
 
 def _prompt_changes(
-    ctx: Context, recipe_steps: list[Any], prompt_files: Mapping[str, Path]
+    ctx: Context, recipe_steps: list[Any], request: ForkRequest, texts: Mapping[str, str]
 ) -> list[dict[str, Any]]:
     """Each replaced template: its sha256 as the source's steps would read it now, and
     the new text's."""
     changes = []
-    for prompt_type, file in prompt_files.items():
+    for prompt_type, text in texts.items():
         if prompt_type not in ctx.prompts.prompt_types():
             raise BadInputError(f"--prompt-file: unknown prompt type '{prompt_type}'")
-        if not file.is_file():
-            raise BadInputError(f"--prompt-file: {file} is not a file")
         tiers = {
             ctx.agents.profile(s.agent_archetype).tier
             for s in recipe_steps
@@ -111,20 +120,27 @@ def _prompt_changes(
             tier: sha256_text(ctx.prompts.variant_for(prompt_type, tier)[1].read_text("utf-8"))
             for tier in sorted(tiers)
         }
+        file = request.prompt_files.get(prompt_type)
         changes.append(
             {
                 "prompt_type": prompt_type,
-                "file": str(file),
+                "file": str(file) if file is not None else None,
                 "sha256_before": before,
-                "sha256_after": sha256_text(file.read_text(encoding="utf-8")),
+                "sha256_after": sha256_text(text),
             }
         )
     return changes
 
 
-def begin_fork(ctx: Context, request: ForkRequest) -> Run:
+def begin_fork(
+    ctx: Context,
+    request: ForkRequest,
+    *,
+    run_id: str | None = None,
+    origin: RunOrigin | None = None,
+) -> Run:
     """The fork with the source's events up to STEP copied and `RunForked` recorded, not
-    yet committed."""
+    yet committed (`run_id` and `origin`: an eval names its forks and is their parent)."""
     events = ctx.store.stream(request.source_run_id)
     if not events or not isinstance(events[0], RunStarted):
         raise RunNotFoundError(request.source_run_id)
@@ -137,16 +153,15 @@ def begin_fork(ctx: Context, request: ForkRequest) -> Run:
     source = Run(request.source_run_id)
     source.apply(started)
     assert source.recipe is not None
-    prompts = _prompt_changes(ctx, list(source.recipe.steps), request.prompt_files)
+    texts = request.templates()
+    prompts = _prompt_changes(ctx, list(source.recipe.steps), request, texts)
 
-    run = Run(ctx.ids.new("run"))
+    run = Run(run_id or ctx.ids.new("run"))
     now = ctx.clock.now()
     task = started.task.model_copy(update={"args": {**started.task.args, **request.args}})
-    origin = RunOrigin(
-        kind="fork",
-        via="cli",
-        source_run_id=request.source_run_id,
-        source_step=request.from_step,
+    origin = origin or RunOrigin(kind="fork", via="cli")
+    origin = origin.model_copy(
+        update={"source_run_id": request.source_run_id, "source_step": request.from_step}
     )
     # The fork continues the source's session (the copied receipts belong to it) with a
     # trace of its own. `_trigger` is the aggregate's one way to record: the fork writes
@@ -163,10 +178,7 @@ def begin_fork(ctx: Context, request: ForkRequest) -> Run:
         prompts=prompts,
         models=dict(request.models),
         args={k: v for k, v in request.args.items() if started.task.args.get(k) != v},
-        prompt_texts={
-            prompt_type: file.read_text(encoding="utf-8")
-            for prompt_type, file in request.prompt_files.items()
-        },
+        prompt_texts=texts,
     )
     for event in copied:
         run._trigger(type(event), now, **_fields(event))

@@ -170,6 +170,15 @@ def _register_conference() -> None:
 _register_conference()
 
 
+def _register_eval_forks() -> None:
+    from controlroom.engine.eval_step import perform_eval_forks
+
+    PERFORMERS.register("eval_forks", perform_eval_forks)
+
+
+_register_eval_forks()
+
+
 def _register_showrunner() -> None:
     from controlroom.engine.showrunner_step import perform_showrunner
 

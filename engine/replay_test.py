@@ -48,7 +48,7 @@ from controlroom.models.agents import AgentDirectory, make_client
 from controlroom.models.config import load_models_config
 
 #: What a workspace's state folder holds that is not configuration: never copied.
-_STATE_FILES = ("*.sqlite", "*.sqlite-*", "*.duckdb", "*.duckdb.wal", "*.lock")
+_STATE_FILES = ("*.sqlite", "*.sqlite-*", "*.duckdb", "*.duckdb.wal", "*.lock", "evals")
 
 
 @dataclass(frozen=True)
