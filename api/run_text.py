@@ -41,6 +41,8 @@ def print_run(view: dict[str, Any]) -> None:
     source = view.get("forked_from")
     if source:
         print(f"forked from: {source['run_id']} at step '{source['step']}'")
+    for fork in view.get("forks") or []:
+        print(f"forked as: {fork['run_id']} from step '{fork['step']}'")
     for child in view.get("children") or []:
         ended = outcome_label(child.get("outcome")) if child.get("outcome") is not None else ""
         again = f" attempt {child['attempt']}" if child["attempt"] > 1 else ""

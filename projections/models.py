@@ -158,6 +158,14 @@ class ParentView(ViewModel):
     max_depth: int | None = None
 
 
+class ForkListed(ViewModel):
+    """A run forked from this one (`controlroom fork`, or an eval's fork)."""
+
+    run_id: str
+    step: str | None
+    created_at: str | None = None
+
+
 class ForkSource(ViewModel):
     """The run a fork was taken from, and the step it ran live from (`controlroom fork`)."""
 
@@ -259,6 +267,9 @@ class RunDetail(ViewModel):
     parent: ParentView | None = omitted_when_none("the run that started this one, as a step")
     forked_from: ForkSource | None = omitted_when_none(
         "for a fork: the run it was taken from and the step it ran live from"
+    )
+    forks: list[ForkListed] | None = omitted_when_none(
+        "the runs forked from this one, in the order they were started"
     )
     children: list[ChildView] | None = omitted_when_none(
         "the runs this run's child_run steps started, in order"

@@ -422,7 +422,7 @@ def _unset(key: str, value: object) -> bool:
 _OPTIONAL_RUN_FIELDS = frozenset(
     {
         "owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd", "parent",
-        "children", "loop",
+        "children", "loop", "forks",
     }
 )  # fmt: skip
 

@@ -59,6 +59,8 @@ class RunsProjection(Projection):
                 view = RunView()  # a run whose first events are missing: it will say so
             views[run_id] = view
             _fold(view, item)
+            if item.type_name == "RunStarted":
+                _list_fork_on_source(conn, views, view, run_id)
         changed = [(run_id, view) for run_id, view in views.items() if view is not None]
         conn.executemany(
             conn.upsert("runs", _COLUMNS, ("run_id",)),
@@ -68,6 +70,25 @@ class RunsProjection(Projection):
             conn.upsert("artifacts", ("run_id", "slot", "text"), ("run_id", "slot")),
             [(run_id, slot, text) for run_id, view in changed for slot, text in view.texts.items()],
         )
+
+
+def _list_fork_on_source(
+    conn: Db, views: dict[str, RunView | None], fork: RunView, fork_id: str
+) -> None:
+    """Lineage: a fork is listed on its source's view (`forks`), so `show SOURCE` names
+    every run forked from it. The source's own stream says nothing of its forks."""
+    source = fork.run.get("forked_from") or {}
+    source_id = source.get("run_id")
+    if not source_id or source_id == fork_id:
+        return
+    view = views.get(source_id) or load_view(conn, source_id)
+    if view is None or not view.run:
+        return
+    forks = view.run.setdefault("forks", [])
+    if not any(f["run_id"] == fork_id for f in forks):
+        forks.append({"run_id": fork_id, "step": source.get("step"),
+                      "created_at": fork.run.get("created_at")})  # fmt: skip
+    views[source_id] = view
 
 
 def _fold(view: RunView, item: Recorded) -> None:

@@ -136,6 +136,11 @@ def test_fork_and_diff_on_the_command_line(workspace: Path, tmp_path: Path) -> N
     assert not steps["draft"]["changed"] and not steps["brief"]["changed"]
     shown = json.loads(cli("show", fork_id).stdout)
     assert shown["forked_from"] == {"run_id": source, "step": "polish"}
+    lineage = json.loads(cli("show", source).stdout)["forks"]  # the source lists its fork
+    assert [(f["run_id"], f["step"]) for f in lineage] == [(fork_id, "polish")]
+    text = subprocess.run([CLI, "show", source, "-w", str(workspace)], capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+    assert f"forked as: {fork_id} from step 'polish'" in text.stdout
 
 
 def test_a_fork_killed_before_its_live_steps_resumes_with_its_own_prompt(
