@@ -107,10 +107,8 @@ def next_loop_lines(proposed: NextLoop) -> list[str]:
 def after_loop_lines(ctx: Context, run_id: str, recipe_id: str) -> list[str]:
     """For `controlroom show`: the next loop proposed, when the run is a loop run that has
     ended (nothing for any other run; the run is loaded only when its recipe is a loop)."""
-    from controlroom.domain.errors import RunStateError
+    from controlroom.domain.errors import ControlRoomError, RunStateError
     from controlroom.engine.service import RunService
-
-    from controlroom.domain.errors import ControlRoomError
 
     try:  # a broken recipe file in the workspace must not make `show` fail
         if recipe_id not in ctx.catalog or ctx.catalog.get(recipe_id).loop is None:
