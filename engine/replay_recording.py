@@ -11,6 +11,8 @@ template, recipe, tool output or model gives another hash, and is caught.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,24 @@ from controlroom.domain.run_events import (
     TokenUsage,
 )
 from controlroom.models.port import ModelClient, ModelRequest, ModelResponse, TextSink
+
+#: What differs between a run and its replay however faithful the replay: the ids the
+#: engine draws (runs, sessions, traces, task packets, receipts) and the clock's times.
+_VOLATILE = re.compile(
+    r"\b(run|sess|tr|pkt|rcpt|conf|plan)_[0-9a-f]{16}\b"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+)
+
+
+def run_neutral(text: str) -> str:
+    """`text` with every drawn id and timestamp replaced by a placeholder."""
+    return _VOLATILE.sub(lambda m: f"{m.group(1)}_*" if m.group(1) else "<time>", text)
+
+
+def neutral_key(body: Mapping[str, Any]) -> str:
+    """A request's hash with its drawn ids and times left out: how a replay finds the
+    reply to a request that names its own run (a task packet's id, time and requester)."""
+    return "neutral:" + sha256_json(run_neutral(json.dumps(body, sort_keys=True)))
 
 
 @dataclass(frozen=True)
@@ -92,6 +112,10 @@ class Recording:
     replies: dict[str, list[RecordedReply]]
     misses: list[RequestMiss] = field(default_factory=list)
     answered: int = 0
+    #: Each recorded request's `neutral_key` -> its ref (unset: exact matches only).
+    neutral: dict[str, str] = field(default_factory=dict)
+    #: Requests answered through their neutral key (they named the run's own ids).
+    answered_neutral: int = 0
 
     def answer(self, ref: str) -> RecordedReply | None:
         queue = self.replies.get(ref)
@@ -136,6 +160,11 @@ class ReplayClient:
         body = self.request_body(request)
         ref = "sha256:" + sha256_json(body)
         reply = self._recording.answer(ref)
+        recorded_as = self._recording.neutral.get(neutral_key(body))
+        if reply is None and recorded_as is not None:
+            reply = self._recording.answer(recorded_as)
+            if reply is not None:
+                self._recording.answered_neutral += 1
         if reply is None or reply.text is None:
             if reply is None:
                 reason = "not in the recording"

@@ -12,6 +12,7 @@ recorded and the new request hashes and a diff of the two requests.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from controlroom.domain.run_events import (
     FileWritten,
     ModelAttemptFailed,
     ModelRequestRecorded,
+    ReceiptIssued,
     RunOrigin,
     RunStarted,
     SlotWritten,
@@ -37,8 +39,10 @@ from controlroom.engine.context import Context
 from controlroom.engine.replay_recording import (
     Recording,
     RequestMiss,
+    neutral_key,
     recorded_replies,
     replay_clients,
+    run_neutral,
 )
 from controlroom.engine.request_text import request_diff
 from controlroom.engine.service import RunRequest, RunService
@@ -129,9 +133,23 @@ class ReplayReport:
         return out
 
 
-def final_slots(events: list[DomainEvent]) -> dict[str, str]:
-    """Each slot's last content hash."""
-    return {e.slot: e.sha256 for e in events if isinstance(e, SlotWritten)}
+def final_slots(events: list[DomainEvent], neutral: bool = False) -> dict[str, str]:
+    """Each slot's last content hash. `neutral`: a slot whose content names a drawn id or
+    a time (a per-run report's path, a task packet's id) is hashed without them, so a
+    replay, a run of its own, compares equal when all else is."""
+    hashes = {e.slot: e.sha256 for e in events if isinstance(e, SlotWritten)}
+    if not neutral:
+        return hashes
+    receipts = {e.receipt_id: e.output for e in events if isinstance(e, ReceiptIssued)}
+    for e in events:
+        if not isinstance(e, SlotWritten):
+            continue
+        content = e.text if e.text is not None else receipts.get(e.receipt_id or "")
+        shown = content if isinstance(content, str) else json.dumps(content, sort_keys=True)
+        calmed = run_neutral(shown)
+        if calmed != shown:
+            hashes[e.slot] = "neutral:" + hashlib.sha256(calmed.encode()).hexdigest()
+    return hashes
 
 
 def dod_verdicts(events: list[DomainEvent]) -> dict[int, bool]:
@@ -212,6 +230,12 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
     notes = scratch_copy(ctx.workspace.root, scratch, events)
 
     recording = Recording(recorded_replies(events))
+    source_bodies = RunService(ctx)
+    recording.neutral = {
+        neutral_key(source_bodies.request_body(e)): e.ref
+        for e in events
+        if isinstance(e, ModelRequestRecorded)
+    }
     config = load_models_config(scratch)
     agents = AgentDirectory(config, replay_clients(config.all_providers(), recording, make_client))
     # The store is named explicitly: a CONTROLROOM_STORE in the environment (the user's
@@ -244,7 +268,15 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
         status=str(source_run.status),
         replay_status=str(replayed.status),
         answered=recording.answered,
-        notes=notes,
+        notes=notes
+        + (
+            [
+                f"{recording.answered_neutral} request(s) named the run's own ids or times "
+                "and were matched without them"
+            ]
+            if recording.answered_neutral
+            else []
+        ),
     )
     source_service = RunService(ctx)
     for miss in recording.misses:
@@ -252,7 +284,8 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
         old_ref, old_body = _source_request(source_service, events, step, miss)
         diff = request_diff(old_body, miss.body, f"recorded {old_ref}", f"replayed {miss.ref}")
         report.requests.append(StepMismatch(step, old_ref, miss.ref, miss.reason, diff))
-    old_slots, new_slots = final_slots(events), final_slots(replay_events)
+    old_slots = final_slots(events, neutral=True)
+    new_slots = final_slots(replay_events, neutral=True)
     for slot in sorted(set(old_slots) | set(new_slots)):
         if old_slots.get(slot) != new_slots.get(slot):
             report.slots.append((slot, old_slots.get(slot), new_slots.get(slot)))

@@ -146,3 +146,41 @@ def test_replay_test_on_the_command_line_passes_then_fails_once_a_prompt_changes
     assert report["passed"] is False
     [miss] = report["runs"][0]["request_mismatches"]
     assert miss["step"] == "polish" and miss["recorded_ref"] != miss["new_ref"]
+
+
+#: Recipes whose steps start other runs (child runs, an eval's forks): a replay answers the
+#: recipe's own run from its recording, not the runs it starts (a documented limit).
+COMPOSITE_KINDS = {"child_run", "eval_forks"}
+
+
+@pytest.mark.long
+@pytest.mark.timeout(600)
+def test_a_run_of_every_bundled_recipe_replays_to_the_same_slots(workspace: Path) -> None:
+    """Every bundled recipe that runs on the example without args (loops and per-run
+    report paths included) is recorded, then replayed from its own recording before the
+    next one changes the workspace: each passes."""
+    from tests.bundled import RECIPES_DIR
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CLI, *args, "-w", str(workspace)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    replayed: dict[str, dict[str, object]] = {}
+    for path in sorted(RECIPES_DIR.glob("*.json")):
+        data = json.loads(path.read_text())
+        kinds = {s.get("kind") for s in data.get("phase_b", []) if isinstance(s, dict)}
+        if path.name == "schema.json" or kinds & COMPOSITE_KINDS:
+            continue
+        ran = cli("run", path.stem, "-q", "--json")
+        if ran.returncode == 64:  # needs args (a scene) or a capability: not run
+            continue
+        run_id = json.loads(ran.stdout)["run_id"]
+        replay = cli("replay-test", run_id, "--json")
+        replayed[path.stem] = json.loads(replay.stdout)["runs"][0]
+        for scene in (workspace / "Story" / "Scenes").glob("SCN-04-*"):
+            scene.unlink()  # a drafted scene: the next drafting recipe needs the slot free
+    assert {"creative_draft_scene", "loop_style_tune_up", "loop_post_mortem"} <= set(replayed)
+    failing = {name: r for name, r in replayed.items() if not r["passed"]}
+    assert not failing, json.dumps(failing, indent=1)[:4000]
