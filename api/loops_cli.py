@@ -82,14 +82,15 @@ def _next(ns: argparse.Namespace) -> int:
     try:
         run = RunService(ctx).load(ns.run_id)
         proposed = next_loop(run, ctx.catalog.recipes(), os.environ)
-        if ns.accept:
-            _refuse_accept(ctx, ns.accept, proposed)
+        accepted = _accept(ctx, ns.accept, proposed) if ns.accept else None
     finally:
         ctx.close()
     if ns.json:
-        emit_json(proposed.model_dump(mode="json"))
+        emit_json({**proposed.model_dump(mode="json"), "accepted": accepted})
     else:
         print("\n".join(next_loop_lines(proposed)))
+        if accepted:
+            print(accepted)
     return EXIT_DONE
 
 
@@ -100,7 +101,8 @@ def next_loop_lines(proposed: NextLoop) -> list[str]:
         return [str(proposed.note)]
     return [
         f"next loop proposed: {found.loop} — {found.reason}",
-        f"  to accept it, plan it (a session plan takes no new task once made): {found.command}",
+        f"  accept it into a session plan: controlroom loops next {proposed.run_id} "
+        f"--accept PLAN_ID   (or plan it alone: {found.command})",
     ]
 
 
@@ -122,18 +124,24 @@ def after_loop_lines(ctx: Context, run_id: str, recipe_id: str) -> list[str]:
     return next_loop_lines(proposed)
 
 
-def _refuse_accept(ctx: Context, plan_id: str, proposed: NextLoop) -> None:
-    """Session plans take their tasks from the Chief when made (then reorder, edit, remove):
-    none can be added, and no second way to add one is made here. Say what plans it."""
+def _accept(ctx: Context, plan_id: str, proposed: NextLoop) -> str:
+    """The proposed loop as a new task of the session plan (routed like the Chief's, after
+    the plan's last task); returns what was done."""
     from controlroom.api.limits import check_id
     from controlroom.engine.plans import PlanService
 
     check_id(plan_id, "PLAN_ID")
-    PlanService(ctx).load(plan_id)  # no such plan: its own error
     found = proposed.proposal
     if found is None:
         raise BadInputError(f"nothing to accept into plan {plan_id}: {proposed.note}")
-    raise BadInputError(
-        f"plan {plan_id} cannot take a new task (a session plan's tasks are made by the Chief "
-        f"when it is created); plan the proposed loop instead: {found.command}"
+    if found.intent is None:
+        raise BadInputError(
+            f"no task description routes to {found.recipe_id}: run it instead: {found.command}"
+        )
+    plan = PlanService(ctx).add(plan_id, found.intent)
+    task_id = plan.order[-1]
+    task = plan.tasks[task_id]
+    return (
+        f"added to plan {plan_id} as task {task_id}: {task.description!r} "
+        f"({task.recipe_id or 'not routed: ' + task.routing_reason})"
     )

@@ -11,6 +11,9 @@
     controlroom plan reorder PLAN 3,1,2        within dependency constraints
     controlroom plan remove PLAN TASK [--cascade]
     controlroom plan edit PLAN TASK "DESCRIPTION"
+    controlroom plan add PLAN "DESCRIPTION" [--after 1,2]
+                                               a new task, last, routed like the Chief's
+                                               (it waits for --after, default the last task)
     controlroom plan export PLAN --dir DIR     appendix G: sessions/SESSION/plan.json
 
 Exit codes: 0 done (or waiting for your answer), 1 a task failed, 64 bad input or a control
@@ -37,6 +40,7 @@ ACTIONS = (
     "reorder",
     "remove",
     "edit",
+    "add",
     "export",
 )
 
@@ -57,5 +61,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--reason", default="", help="pause: why")
     p.add_argument("--status", help="list: only plans with this status")
     p.add_argument("--dir", help="export: the folder to write sessions/SESSION/plan.json in")
+    p.add_argument("--after", help="add: the tasks the new one waits for (e.g. 1,2; none: '')")
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
     return p

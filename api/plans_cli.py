@@ -73,6 +73,11 @@ def run_plan_command(ctx: Context, ns: argparse.Namespace) -> int:
     elif action == "edit":
         task_id, description = _task_and_text(ns, "DESCRIPTION")
         service.edit(plan_id, task_id, description)
+    elif action == "add":
+        description = " ".join(ns.rest).strip()
+        if not description:
+            raise BadInputError('plan add needs a DESCRIPTION: plan add PLAN "DESCRIPTION"')
+        service.add(plan_id, description, _after(ns.after))
     return _show(ctx, plan_id, ns)
 
 
@@ -290,6 +295,16 @@ def _task_and_text(ns: argparse.Namespace, what: str) -> tuple[int, str]:
     if not text:
         raise BadInputError(f"plan {ns.action} needs TASK and {what}")
     return task_id, text
+
+
+def _after(raw: str | None) -> list[int] | None:
+    """`--after`: None when not given (the plan's last task), [] for '' (no dependency)."""
+    if raw is None:
+        return None
+    parts = [p for p in raw.replace(" ", "").split(",") if p]
+    if not all(p.isdigit() for p in parts):
+        raise BadInputError("--after takes task ids, e.g. 1,2")
+    return [int(p) for p in parts]
 
 
 def _order(ns: argparse.Namespace) -> list[int]:

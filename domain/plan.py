@@ -36,6 +36,7 @@ from controlroom.domain.plan_events import (
     PlanStarted,
     PlanTask,
     ScopingAnswered,
+    TaskAdded,
     TaskEdited,
     TaskFinished,
     TaskForceStarted,
@@ -245,6 +246,16 @@ class SessionPlan(Aggregate):
             raise PlanInputError("a plan cannot lose its last task", "task_id")
         self._trigger(TaskRemoved, at, task_id=task_id, cascaded=dependants)
         return removed
+
+    def add(self, at: datetime, task: PlanTask) -> None:
+        """A new task, last in the plan (its deps among the plan's tasks); a running plan
+        starts it as soon as what it depends on is done."""
+        self._check_not_finished("take a new task")
+        if task.task_id in self.tasks:
+            raise PlanInputError(f"plan {self.id} has a task {task.task_id} already", "task_id")
+        check_tasks([*self.tasks.values(), task])
+        self._trigger(TaskAdded, at, task=task)
+        self._advance(at)
 
     def edit(self, at: datetime, task: PlanTask) -> None:
         """Replace a task not yet started (a new description, routed again by the caller)."""
@@ -504,6 +515,10 @@ class SessionPlan(Aggregate):
             self.tasks.pop(task_id, None)
             self.order.remove(task_id)
 
+    def _on_added(self, e: TaskAdded) -> None:
+        self.tasks[e.task.task_id] = e.task
+        self.order.append(e.task.task_id)
+
     def _on_edited(self, e: TaskEdited | ScopingAnswered) -> None:
         self.tasks[e.task.task_id] = e.task
         if isinstance(e, ScopingAnswered):
@@ -531,6 +546,7 @@ _APPLY: dict[type[DomainEvent], Any] = {
     PlanResumed: _status(PlanStatus.RUNNING),
     TasksReordered: lambda plan, e: setattr(plan, "order", list(e.order)),
     TaskRemoved: SessionPlan._on_removed,
+    TaskAdded: SessionPlan._on_added,
     TaskEdited: SessionPlan._on_edited,
     ScopingAnswered: SessionPlan._on_edited,
     TaskForceStarted: lambda plan, e: plan.forced.add(e.task_id),

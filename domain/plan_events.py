@@ -76,6 +76,14 @@ class TaskRemoved(DomainEvent):
     cascaded: list[int] = Field(default_factory=list)
 
 
+class TaskAdded(DomainEvent):
+    """A task added to a plan after the Chief made it (a loop's proposed next loop, say):
+    routed like the Chief's own, placed last, after the tasks it depends on."""
+
+    type_name: ClassVar[str] = "TaskAdded"
+    task: PlanTask
+
+
 class TaskEdited(DomainEvent):
     """A new description, routed again: the recipe and scoping question may change."""
 

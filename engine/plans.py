@@ -97,6 +97,22 @@ class PlanService:
             plan_id, lambda plan: plan.remove(self.ctx.clock.now(), task_id, cascade=cascade)
         )
 
+    def add(self, plan_id: str, description: str, after: list[int] | None = None) -> SessionPlan:
+        """A new task at the end of the plan, routed as the Chief's tasks are; it waits
+        for the tasks `after` names (default: the plan's last task)."""
+        if not description.strip():
+            raise PlanInputError("the description is empty", "description")
+
+        def add(plan: SessionPlan) -> None:
+            deps = list(after) if after is not None else plan.order[-1:]
+            for dep in deps:
+                self._task(plan, dep)
+            task_id = max(plan.tasks, default=0) + 1
+            task = self._placed(plan, PlanTask(task_id=task_id, description=description, deps=deps))
+            plan.add(self.ctx.clock.now(), task)
+
+        return self._change(plan_id, add)
+
     def edit(self, plan_id: str, task_id: int, description: str) -> SessionPlan:
         """A new description for a task not yet started, routed again."""
         if not description.strip():

@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 12
+LAYOUT: Final = 13
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -250,7 +250,7 @@ VIEWS: Final = (
         SELECT plan_id, CAST(payload->>'$.task.task_id' AS INTEGER),
             payload->>'$.task.description', payload->>'$.task.recipe_id',
             payload->>'$.task.dod', position
-        FROM ev WHERE event_type IN ('TaskEdited', 'ScopingAnswered')),
+        FROM ev WHERE event_type IN ('TaskAdded', 'TaskEdited', 'ScopingAnswered')),
     latest AS (
         SELECT plan_id, task_id, arg_max(description, position) AS description,
             arg_max(recipe_id, position) AS recipe_id, arg_max(dod, position) AS dod

@@ -253,6 +253,7 @@ def test_the_cli_lists_the_loops_and_proposes_the_next_one(workspace: Path) -> N
     assert "next loop proposed: archive_snapshot — style_tune_up ended stable" in proposed.stdout
     assert "gatecheck skipped: it needs speech" in proposed.stdout
     assert 'controlroom plan create "archive_snapshot loop"' in proposed.stdout
+    assert f"controlroom loops next {run_id} --accept PLAN_ID" in proposed.stdout
 
     with_speech = cli("loops", "next", run_id, "--json", "-w", ws, env=env_speech())
     assert with_speech.returncode == 0, with_speech.stderr
@@ -269,11 +270,13 @@ def test_the_cli_lists_the_loops_and_proposes_the_next_one(workspace: Path) -> N
     plan = json.loads(planned.stdout)
     assert [t["recipe_id"] for t in plan["tasks"]] == ["loop_archive_snapshot"]
 
-    # A plan cannot take a new task: --accept is refused and says what plans it instead.
+    # Accepted into a session plan: a new task, routed to the loop's recipe, after the last.
     accepted = cli("loops", "next", run_id, "--accept", plan["plan_id"], "-w", ws)
-    assert accepted.returncode == 64
-    assert "cannot take a new task" in accepted.stderr
-    assert 'controlroom plan create "archive_snapshot loop"' in accepted.stderr
+    assert accepted.returncode == 0, accepted.stderr
+    assert f"added to plan {plan['plan_id']} as task 2" in accepted.stdout
+    shown_plan = json.loads(cli("plan", "show", plan["plan_id"], "--json", "-w", ws).stdout)
+    added = shown_plan["tasks"][-1]
+    assert added["recipe_id"] == "loop_archive_snapshot" and added["deps"] == [1]
     unknown = cli("loops", "next", run_id, "--accept", "plan_nope", "-w", ws)
     assert unknown.returncode == 64 and "no plan 'plan_nope'" in unknown.stderr
 

@@ -146,3 +146,19 @@ def test_a_plan_killed_after_any_commit_resumes_with_every_task_run_once(tmp_pat
         assert len(reviews) == 2 and set(reviews.values()) == {1}, (n, reviews)
         shutil.rmtree(workspace)
     assert n > 5, "the plan was never killed"
+
+
+def test_a_task_added_to_a_plan_is_routed_and_waits_for_the_last_task(workspace: Path) -> None:
+    ws = str(workspace)
+    plan_id = create(ws, "Validate scene 3 against the outline")
+    added = cli("plan", "add", plan_id, "style tune-up of scene 3", "-w", ws, "--json")
+    assert added.returncode == 0, added.stderr
+    tasks = json.loads(added.stdout)["tasks"]
+    assert tasks[-1]["recipe_id"] == "loop_style_tune_up"
+    assert tasks[-1]["deps"] == [tasks[-2]["task_id"]]
+    alone = cli("plan", "add", plan_id, "style tune-up", "--after", "", "-w", ws, "--json")
+    assert alone.returncode == 0 and json.loads(alone.stdout)["tasks"][-1]["deps"] == []
+    empty = cli("plan", "add", plan_id, "-w", ws)
+    assert empty.returncode == 64 and "DESCRIPTION" in empty.stderr
+    bad = cli("plan", "add", plan_id, "x", "--after", "9", "-w", ws)
+    assert bad.returncode == 64 and "no task 9" in bad.stderr

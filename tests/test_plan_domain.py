@@ -173,3 +173,22 @@ def test_an_edit_after_the_task_started_is_refused() -> None:
 
 def test_run_ids_are_the_same_in_every_process() -> None:
     assert plan_run_id("plan_1", 1) == plan_run_id("plan_1", 1) != plan_run_id("plan_1", 2)
+
+
+def test_a_task_added_to_a_running_plan_runs_after_what_it_waits_for() -> None:
+    plan = new_plan(seed_example()[:1])
+    plan.approve(AT)
+    plan.start(AT)
+    assert requested(plan) == [1]
+    added = PlanTask(task_id=2, description="Style tune-up", recipe_id="loop_x", deps=[1])
+    plan.add(AT, added)
+    assert plan.order == [1, 2] and plan.states()[2] == TaskState.BLOCKED
+    plan.record_run_outcome(AT, plan_run_id("plan_1", 1), "done")
+    assert requested(plan) == [2]  # the new task started once its dependency was done
+    with pytest.raises(PlanInputError, match="has a task 2"):
+        plan.add(AT, added)
+    with pytest.raises(PlanInputError):
+        plan.add(AT, PlanTask(task_id=3, description="x", recipe_id="r", deps=[9]))
+    plan.record_run_outcome(AT, plan_run_id("plan_1", 2), "done")
+    with pytest.raises(PlanStateError):  # a finished plan takes no new task
+        plan.add(AT, PlanTask(task_id=3, description="x", recipe_id="r"))
