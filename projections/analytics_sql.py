@@ -13,7 +13,7 @@ import json
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 13
+LAYOUT: Final = 14
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -352,9 +352,26 @@ VIEWS: Final = (
         l.errors, l.stall IS NOT NULL AS stall, l.stall AS stall_reason, l.subject, l.ending,
         l.instance_id, l.reason
     FROM loop_events l LEFT JOIN run r USING (run_id)""",
+    # Each fork an eval ran (issue 31), compared with its source: one row per fork.
+    """CREATE OR REPLACE VIEW eval_forks AS
+    SELECT position, aggregate_id AS eval_run_id, timestamp,
+        payload->>'$.source_run_id' AS source_run_id, payload->>'$.fork_run_id' AS fork_run_id,
+        payload->>'$.from_step' AS from_step, payload->>'$.status_before' AS status_before,
+        payload->>'$.status_after' AS status_after,
+        CAST(payload->>'$.cost_before_usd' AS DOUBLE) AS cost_before_usd,
+        CAST(payload->>'$.cost_after_usd' AS DOUBLE) AS cost_after_usd,
+        CAST(payload->>'$.tokens_before' AS BIGINT) AS tokens_before,
+        CAST(payload->>'$.tokens_after' AS BIGINT) AS tokens_after,
+        CAST(payload->>'$.latency_before_ms' AS DOUBLE) AS latency_before_ms,
+        CAST(payload->>'$.latency_after_ms' AS DOUBLE) AS latency_after_ms,
+        json_array_length(payload->'$.changed_steps') AS changed_steps,
+        payload->'$.dod_before' AS dod_before, payload->'$.dod_after' AS dod_after,
+        payload->'$.verdicts_changed' AS verdicts_changed
+    FROM events WHERE event_type = 'EvalForkEnded'""",
 )
 VIEW_NAMES: Final = (
     "runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds", "loop_turns",
+    "eval_forks",
 )  # fmt: skip
 
 # -- loading one batch ---------------------------------------------------------------------
@@ -687,6 +704,20 @@ REPORTS: Final = {
             epoch(max(t.finished_at)) - epoch(min(t.started_at)) AS wall_s
         FROM runs t JOIN runs r ON r.run_id = t.root_run_id
         GROUP BY t.root_run_id HAVING count(*) > 1 ORDER BY min(t.started_at)""",
+    ),
+    "evals": Report(
+        "Evals (issue 31): per eval, the forks run, run statuses that changed, and cost, "
+        "tokens and latency before and after",
+        """SELECT eval_run_id, count(*) AS forks,
+            count(*) FILTER (WHERE status_before <> status_after) AS status_changed,
+            count(*) FILTER (WHERE status_before = 'done' AND status_after <> 'done')
+                AS done_to_not_done,
+            round(sum(cost_before_usd), 6) AS cost_before_usd,
+            round(sum(cost_after_usd), 6) AS cost_after_usd,
+            sum(tokens_before) AS tokens_before, sum(tokens_after) AS tokens_after,
+            round(sum(latency_before_ms), 1) AS latency_before_ms,
+            round(sum(latency_after_ms), 1) AS latency_after_ms
+        FROM eval_forks GROUP BY eval_run_id ORDER BY min(timestamp)""",
     ),
     # Adaptive loops (seed 003): how long a loop takes to settle, how often the Showrunner's
     # answer could not be used, and which steps it runs again.

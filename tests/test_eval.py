@@ -167,3 +167,34 @@ def test_an_eval_killed_after_any_commit_resumes_without_running_a_finished_fork
         assert set(forked.values()) == {1} and set(ended.values()) == {1}, (n, forked, ended)
         shutil.rmtree(ws)
     assert points > 5
+
+
+def test_an_eval_of_a_model_served_over_http_reports_its_changed_outputs(
+    tmp_path: Path,
+) -> None:
+    """The changed role on a server on 127.0.0.1 speaking the OpenAI API: the forks call
+    it from the first step it serves on; the report and analytics say what moved."""
+    from tests.fake_llm import Script, openai_app, serve
+
+    ws, sources = recorded(tmp_path, "ws", 2)
+    script = Script(["prose"])
+    with serve(openai_app(script)) as base:
+        lab = {"type": "openai", "base_url": f"{base}/v1", "api_key_env": "LAB_KEY",
+               "max_retries": 1, "backoff_s": 0}  # fmt: skip
+        (ws / ".control-room" / "models.json").write_text(json.dumps({"providers": {"lab": lab}}))
+        ran = cli("eval", "--model", "editor=lab:editor-2", "-w", str(ws), "--json",
+                  env={"LAB_KEY": "k"})  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert len(script.requests) >= 2  # the forks' polish steps, nothing before them
+    events = log(ws)
+    ended = [e for e in events if isinstance(e, EvalForkEnded)]
+    assert sorted(e.source_run_id for e in ended) == sorted(sources)
+    assert all(e.from_step == "polish" and e.output_diff_lines.get("polish") for e in ended)
+    report = Path(json.loads(ran.stdout)["report"]).read_text()
+    assert "## Outputs that moved most" in report and "`polish`" in report
+    eval_id = json.loads(ran.stdout)["run_id"]
+    rows = cli("analytics", "report", "evals", "--json", "-w", str(ws))
+    assert rows.returncode == 0, rows.stderr
+    table = json.loads(rows.stdout)
+    found = dict(zip(table["columns"], table["rows"][0], strict=True))
+    assert found["eval_run_id"] == eval_id and found["forks"] == 2
