@@ -120,14 +120,18 @@ def _reviews(workspace: Path) -> Counter[str]:
 @pytest.mark.long
 def test_a_plan_killed_after_any_commit_resumes_with_every_task_run_once(tmp_path: Path) -> None:
     intent = "Validate scene 3 against the outline, then check consistency of scene 3"
+    # The plan is made and approved once; each crash point starts from a copy of that
+    # workspace (its store holds the approved plan), so only `start` and `resume` repeat.
+    template = tmp_path / "approved"
+    shutil.copytree(EXAMPLE, template, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
+    plan_id = create(str(template), intent)
+    assert cli("plan", "approve", plan_id, "-w", str(template)).returncode == 0
     n = 0
     while True:
         n += 1
         workspace = tmp_path / f"ws-{n}"
-        shutil.copytree(EXAMPLE, workspace, ignore=shutil.ignore_patterns(*DEMO_LEFTOVERS))
+        shutil.copytree(template, workspace)
         ws = str(workspace)
-        plan_id = create(ws, intent)
-        assert cli("plan", "approve", plan_id, "-w", ws).returncode == 0
         killed = cli(
             "plan", "start", plan_id, "-w", ws, env={"CONTROLROOM_CRASH_AFTER_COMMIT": str(n)}
         )
