@@ -25,7 +25,7 @@ from controlroom.api.server import Server
 from controlroom.api.sse import follow, resume_position, stream
 from controlroom.domain.plan import SessionPlan, plan_run_id
 from controlroom.domain.plan_errors import ChiefUnavailableError
-from controlroom.domain.plan_events import PlanFinished
+from controlroom.domain.plan_events import PlanFinished, TaskRunRequested
 from controlroom.engine.plans import PlanService
 from controlroom.eventstore.store import Positioned
 from controlroom.projections.plan_models import PlanDetail
@@ -140,11 +140,15 @@ async def plan_events(request: Request) -> Any:
     plan_id = request.path_params["plan_id"]
     plan = await run_in_threadpool(PlanService(server.ctx).load, plan_id)
     after = resume_position(request)
-    # Tasks are never added after creation: every run this plan can have is known now.
+    # The runs known now; a task added later, or a task run once more, is asked for by a
+    # plan event (`TaskRunRequested`) before its run's first event: followed from there.
     runs = {plan_run_id(plan_id, task_id) for task_id in plan.tasks} | set(plan.run_ids.values())
 
     def wanted(item: Positioned) -> bool:
-        return item.event.originator_id == plan_id or item.event.originator_id in runs
+        event = item.event
+        if event.originator_id == plan_id and isinstance(event, TaskRunRequested):
+            runs.add(event.run_id)
+        return event.originator_id == plan_id or event.originator_id in runs
 
     def ends(item: Positioned) -> bool:
         return item.event.originator_id == plan_id and isinstance(item.event, PlanFinished)

@@ -24,6 +24,7 @@ from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.model_calls import ModelCalled, model_called_fields
+from controlroom.domain.outcome_codes import Layer, Reaction, settled
 from controlroom.domain.outcomes import AttemptFailure
 from controlroom.domain.plan_errors import PlanInputError, PlanStateError
 from controlroom.domain.plan_events import (
@@ -42,6 +43,7 @@ from controlroom.domain.plan_events import (
     TaskForceStarted,
     TaskOutcome,
     TaskRemoved,
+    TaskRetried,
     TaskReviewAbandoned,
     TaskReviewed,
     TaskReviewFailed,
@@ -74,9 +76,11 @@ PLAN_FINISHED = frozenset({PlanStatus.DONE, PlanStatus.FAILED})
 REVIEW_ATTEMPTS = 3
 
 
-def plan_run_id(plan_id: str, task_id: int) -> str:
-    """The run of a plan's task: the same in every process, so it is started once."""
-    return "run_" + sha256_text(f"{plan_id}:task:{task_id}")[:24]
+def plan_run_id(plan_id: str, task_id: int, attempt: int = 1) -> str:
+    """The run of a plan's task (its `attempt`-th): the same in every process, so it is
+    started once."""
+    suffix = "" if attempt == 1 else f":attempt:{attempt}"
+    return "run_" + sha256_text(f"{plan_id}:task:{task_id}{suffix}")[:24]
 
 
 def check_tasks(tasks: Sequence[PlanTask]) -> None:
@@ -145,6 +149,8 @@ class SessionPlan(Aggregate):
         self.chief_calls: list[ModelCalled] = []
         self.chief_attempts: list[ChiefAttemptFailed] = []
         self.answers: dict[int, str] = {}
+        #: Runs each task was given (a run that needed refinement is followed by another).
+        self.attempts: dict[int, int] = {}
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -299,7 +305,12 @@ class SessionPlan(Aggregate):
         self._trigger(TaskRunRequested, at, task_id=task_id, run_id=plan_run_id(self.id, task_id))
 
     def record_run_outcome(
-        self, at: datetime, run_id: str, outcome: TaskOutcome, detail: str = ""
+        self,
+        at: datetime,
+        run_id: str,
+        outcome: TaskOutcome,
+        detail: str = "",
+        code: int | None = None,
     ) -> bool:
         """A task's run ended. A failed task whose run later succeeds (the user retried
         it) becomes done. Returns whether anything was recorded."""
@@ -309,9 +320,25 @@ class SessionPlan(Aggregate):
         previous = self.outcomes.get(task_id)
         if previous == outcome or previous == "done":
             return False
+        reaction: str | None = None
+        if code is not None and previous is None:
+            # Seed 004's table, the plan as the campaign layer: a run that needs refinement
+            # runs once more; the rest end the task as their code says.
+            attempt = self.attempts.get(task_id, 1)
+            chosen, _ = settled(Layer.CAMPAIGN, code, attempt)
+            reaction = chosen.value
+            if chosen is Reaction.RETRY_ONCE:
+                self._trigger(TaskRetried, at, task_id=task_id, run_id=run_id, code=code,
+                              detail=detail)  # fmt: skip
+                again = plan_run_id(self.id, task_id, attempt + 1)
+                self._trigger(TaskRunRequested, at, task_id=task_id, run_id=again)
+                return True
+            if chosen is Reaction.ABSORB_PARTIAL:
+                outcome = "done"
         self._trigger(
-            TaskFinished, at, task_id=task_id, run_id=run_id, outcome=outcome, detail=detail
-        )
+            TaskFinished, at, task_id=task_id, run_id=run_id, outcome=outcome, detail=detail,
+            code=code, reaction=reaction,
+        )  # fmt: skip
         self._advance(at)
         return True
 
@@ -515,6 +542,10 @@ class SessionPlan(Aggregate):
             self.tasks.pop(task_id, None)
             self.order.remove(task_id)
 
+    def _on_run_requested(self, e: TaskRunRequested) -> None:
+        self.run_ids[e.task_id] = e.run_id
+        self.attempts[e.task_id] = self.attempts.get(e.task_id, 0) + 1
+
     def _on_added(self, e: TaskAdded) -> None:
         self.tasks[e.task.task_id] = e.task
         self.order.append(e.task.task_id)
@@ -550,7 +581,8 @@ _APPLY: dict[type[DomainEvent], Any] = {
     TaskEdited: SessionPlan._on_edited,
     ScopingAnswered: SessionPlan._on_edited,
     TaskForceStarted: lambda plan, e: plan.forced.add(e.task_id),
-    TaskRunRequested: lambda plan, e: plan.run_ids.__setitem__(e.task_id, e.run_id),
+    TaskRunRequested: SessionPlan._on_run_requested,
+    TaskRetried: lambda plan, e: None,
     TaskFinished: SessionPlan._on_finished,
     TaskReviewed: lambda plan, e: plan.reviews.__setitem__(e.task_id, e),
     TaskReviewFailed: lambda plan, e: plan.review_failures.setdefault(e.task_id, []).append(e),

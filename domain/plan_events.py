@@ -120,6 +120,20 @@ class TaskFinished(DomainEvent):
     run_id: str
     outcome: TaskOutcome
     detail: str = ""
+    #: The run's seed 004 outcome code, and what the plan (the campaign layer) did with it.
+    code: int | None = None
+    reaction: str | None = None
+
+
+class TaskRetried(DomainEvent):
+    """The plan, as seed 004's campaign layer, runs a task once more: its run ended
+    NEEDS_REFINEMENT (10). The new run follows (`TaskRunRequested`)."""
+
+    type_name: ClassVar[str] = "TaskRetried"
+    task_id: int
+    run_id: str
+    code: int
+    detail: str = ""
 
 
 class TaskReviewed(DomainEvent):

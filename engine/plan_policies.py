@@ -89,7 +89,8 @@ class PlanProgressPolicy:
         else:
             assert isinstance(event, RunCancelled)
             outcome, detail = "failed", f"the run was cancelled: {event.reason}"
-        if plan.record_run_outcome(event.timestamp, run.id, outcome, detail):
+        code = getattr(event, "outcome", None)
+        if plan.record_run_outcome(event.timestamp, run.id, outcome, detail, code):
             unit.add(plan)
 
 

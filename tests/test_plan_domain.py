@@ -192,3 +192,27 @@ def test_a_task_added_to_a_running_plan_runs_after_what_it_waits_for() -> None:
     plan.record_run_outcome(AT, plan_run_id("plan_1", 2), "done")
     with pytest.raises(PlanStateError):  # a finished plan takes no new task
         plan.add(AT, PlanTask(task_id=3, description="x", recipe_id="r"))
+
+
+def test_the_plan_as_campaign_layer_runs_a_task_needing_refinement_once_more() -> None:
+    """Seed 004's table for the campaign layer: NEEDS_REFINEMENT (10) runs the task once
+    more (a run of its own); a second 10 is re-raised; PARTIAL_SUCCESS (12) is absorbed."""
+    plan = new_plan(seed_example()[:2])
+    plan.approve(AT)
+    plan.start(AT)
+    first = plan_run_id("plan_1", 1)
+    assert plan.record_run_outcome(AT, first, "failed", "no improvement", code=10)
+    second = plan_run_id("plan_1", 1, attempt=2)
+    assert second != first and plan.run_ids[1] == second
+    assert plan.task_state(1) == TaskState.RUNNING and plan.attempts[1] == 2
+    assert not plan.record_run_outcome(AT, first, "failed", "late duplicate", code=10)
+    plan.record_run_outcome(AT, second, "failed", "still no improvement", code=10)
+    assert plan.task_state(1) == TaskState.FAILED
+    finished = [e for e in plan.collect_events() if type(e).__name__ == "TaskFinished"]
+    assert (finished[-1].code, finished[-1].reaction) == (10, "reraise")
+
+    partial = new_plan(seed_example()[:2])
+    partial.approve(AT)
+    partial.start(AT)
+    partial.record_run_outcome(AT, plan_run_id("plan_1", 1), "done", "partial", code=12)
+    assert partial.task_state(1) == TaskState.DONE and requested(partial)[-1] == 2

@@ -282,3 +282,25 @@ def test_the_chiefs_follow_up_opens_an_issue_with_its_notes(ctx: Context) -> Non
     assert issue.check == {"plan_id": plan.id, "task_id": review.task_id}
     assert review.notes in issue.detail
     assert issue.run_id == plan.run_ids[review.task_id]
+
+
+def test_a_task_whose_run_needs_refinement_is_run_once_more_by_the_plan(ctx: Context) -> None:
+    """The plan is seed 004's campaign layer: a task run ending NEEDS_REFINEMENT (10) is
+    run once more, as a run of its own, and the plan goes on when that one succeeds."""
+    service = PlanService(ctx)
+    plan = create(ctx, "Validate scene 3 against the outline, then check consistency of scene 3")
+    service.approve(plan.id)
+    service.start(plan.id)
+    followers = Followers(ctx.store)
+    followers.catch_up()
+    first_id = service.load(plan.id).run_ids[1]
+    first = ctx.store.load(Run, first_id)
+    assert first is not None
+    first.fail_step(ctx.clock.now(), "NeedsRefinementError", "no improvement", outcome=10)
+    ctx.store.save(first)
+    plan = asyncio.run(drive(ctx, plan.id, followers))
+    assert plan.status == PlanStatus.DONE, plan.states()
+    requested = [e.run_id for e in ctx.store.stream(plan.id) if isinstance(e, TaskRunRequested)]
+    assert requested.count(first_id) == 1 and len(requested) == 3  # task 1 twice, task 2
+    second = ctx.store.load(Run, plan.run_ids[1])
+    assert second is not None and second.id != first_id and second.status == "done"
