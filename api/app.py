@@ -27,6 +27,7 @@ from controlroom.api import (
     metrics,
     plans_http,
     status_http,
+    whatif_http,
 )
 from controlroom.api.bodies import RouteBody, StartRunBody, read_body
 from controlroom.api.checkpointer import Checkpointer
@@ -281,6 +282,7 @@ ROUTES = [
     Route("/api/recipes/{recipe_id}", get_recipe, methods=["GET"]),
     Route("/api/route", route_task, methods=["POST"]),
     *loops_http.ROUTES,
+    *whatif_http.ROUTES,
     Route("/api/analytics/reports", analytics.list_reports, methods=["GET"]),
     Route("/api/analytics/reports/{name}", analytics.get_report, methods=["GET"]),
     Route("/api/analytics/query", analytics.post_query, methods=["POST"]),

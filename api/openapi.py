@@ -18,6 +18,7 @@ from controlroom.api.openapi_links import make_fuzzable
 from controlroom.api.openapi_loops import loop_paths
 from controlroom.api.openapi_plans import conference_paths, plan_paths
 from controlroom.api.openapi_status import pipeline_paths
+from controlroom.api.openapi_whatif import whatif_paths
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.run_events import RoutingDecision
 from controlroom.projections.analytics_query import AnalyticsResult
@@ -368,6 +369,7 @@ def openapi_document() -> dict[str, Any]:
     paths.update(conference_paths(models))
     paths.update(pipeline_paths(models))
     paths.update(loop_paths(models))
+    paths.update(whatif_paths())
     paths["/metrics"] = {
         "get": _op(
             "Prometheus metrics: runs, steps, model calls, tokens, cost, retries and "
