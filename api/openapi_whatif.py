@@ -5,6 +5,42 @@ from __future__ import annotations
 from typing import Any
 
 _STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+_SIDE = {
+    "type": ["object", "null"],
+    "description": "one run's step: status, calls, tokens, cost, latency, verdicts, request ref",
+    "additionalProperties": True,
+}
+_DIFF = {
+    "type": "object",
+    "properties": {
+        "run_a": {"type": "string"},
+        "run_b": {"type": "string"},
+        "steps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "step": {"type": "string"},
+                    "changed": {"type": "boolean"},
+                    "a": _SIDE,
+                    "b": _SIDE,
+                    "request_diff": {"type": "string"},
+                    "output_diff": {"type": "string"},
+                },
+            },
+        },
+        "dod": {
+            "type": "object",
+            "description": "each run's DoD verdicts by check index",
+            "additionalProperties": True,
+        },
+        "totals": {
+            "type": "object",
+            "description": "each run's calls, tokens, cost and latency",
+            "additionalProperties": True,
+        },
+    },
+}
 
 
 def whatif_paths() -> dict[str, Any]:
@@ -54,7 +90,7 @@ def whatif_paths() -> dict[str, Any]:
             "get": o._op(
                 "Two runs compared step by step: requests, outputs, verdicts, tokens, cost "
                 "(`controlroom diff --json`)",
-                {"200": o._json({"type": "object"}, "the comparison")},
+                {"200": o._json(_DIFF, "the comparison")},
                 404,
                 parameters=[o._RUN_ID, o._param("other_run_id", "path", {"type": "string"})],
             )
