@@ -16,6 +16,7 @@ choice, role, reason, each tier's sha256, fallback, stall); replay and resume re
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -34,15 +35,15 @@ from controlroom.domain.ladder import ladder_decide
 from controlroom.domain.loop_spec import LoopSpec
 from controlroom.domain.loops import (
     ASK_PERSON,
-    STABLE,
     allowed_next,
     epilogue,
     judge,
     last_gate,
     last_library_step,
+    last_turn,
+    last_work_step,
     library_history,
     loop_of,
-    loop_roles,
     pending_collaboration,
     progress,
     stall,
@@ -170,17 +171,13 @@ class AdaptiveFlow:
         gate = last_gate(spec, view.recipe, view)
         if gate is not None and not gate.passed and gate.back_to in role_choices(spec):
             return gate.back_to
-        for performed in reversed(library_history(spec, view.history)):
-            entry = spec.library_step(performed.step_id)
-            if entry is not None and not entry.gate:
-                return performed.step_id
-        return library_history(spec, view.history)[-1].step_id
+        return last_work_step(spec, view) or library_history(spec, view.history)[-1].step_id
 
     # -- after the Showrunner answered ---------------------------------------------------
 
     def _act(self, view: RunView, spec: LoopSpec) -> Decision:
         recipe = view.recipe
-        asked = self._asked(view)
+        asked = last_turn(view.decisions)
         decider_slot = recipe.steps[_index(recipe, spec.decider)].output_slot
         value = view.slots.get(decider_slot)
         stamped = value if isinstance(value, Mapping) else {}
@@ -216,15 +213,6 @@ class AdaptiveFlow:
                 loop={**base, "choice": ASK_PERSON},
             )
         return self._run(view, spec, str(reply["next"]), reply.get("role"), base, said)
-
-    @staticmethod
-    def _asked(view: RunView) -> Mapping[str, Any]:
-        """The turn the decide step just answered (its candidates, pending collaboration)."""
-        for decision in reversed(view.decisions):
-            loop = decision.loop or {}
-            if loop.get("kind") == "turn":
-                return loop
-        return {}
 
     def _run(
         self,
@@ -308,7 +296,7 @@ class AdaptiveFlow:
 
     def _fallback(self, view: RunView, spec: LoopSpec, errors: list[str]) -> Decision:
         """The typical flow's choice when the Showrunner gave none that can be run."""
-        asked = self._asked(view)
+        asked = last_turn(view.decisions)
         candidates = list(asked.get("candidates") or allowed_next(spec, view))
         gate = last_gate(spec, view.recipe, view)
         last = last_library_step(spec, view)
@@ -360,11 +348,9 @@ def _text_of(value: Any) -> str:
             return artifact
     if isinstance(value, str):
         return value
-    import json
-
     return json.dumps(value, ensure_ascii=False, indent=1)
 
 
 FLOWS.register(AdaptiveFlow())
 
-__all__ = ["STABLE", "AdaptiveFlow", "loop_roles"]
+__all__ = ["AdaptiveFlow"]

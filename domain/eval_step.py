@@ -11,15 +11,11 @@ fork again. The step's slot is the report (Markdown), which the recipe then writ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from controlroom.domain.canonical import preview
 from controlroom.domain.events import JournalRecord
-from controlroom.domain.outcomes import EventSpec, StepOutcome
-from controlroom.domain.run_events import SlotWritten
 from controlroom.domain.steps import STEP_KINDS, Phase, StepSpec
 
 #: Forks run at once at most (the `at_once` arg is bounded by it).
@@ -98,28 +94,3 @@ class EvalForkEnded(JournalRecord):
             else:
                 up += 1
         return down, up
-
-
-@dataclass(frozen=True)
-class EvalOutcome(StepOutcome):
-    report: str
-    output_sha256: str
-    input_slot_refs: list[str]
-
-    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
-        return [
-            (
-                SlotWritten,
-                {
-                    "slot": step.output_slot,
-                    "kind": "artifact",
-                    "agent_id": "eval",
-                    "text": self.report,
-                    "sha256": self.output_sha256,
-                    "summary": preview(self.report),
-                },
-            )
-        ]
-
-    def preview_source(self) -> str:
-        return self.report

@@ -13,7 +13,13 @@ from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.capabilities import missing
 from controlroom.domain.flow import RunView
 from controlroom.domain.loop_spec import LoopSpec
-from controlroom.domain.loops import judge, last_gate, runs_of
+from controlroom.domain.loops import (
+    judge,
+    last_gate,
+    last_library_step,
+    last_work_step,
+    runs_of,
+)
 from controlroom.domain.recipe import Recipe
 
 #: Characters of each slot shown in tier 2 (the Showrunner chooses; it does not do the work).
@@ -150,15 +156,8 @@ def tier2(
         "caps": spec.caps.model_dump(),
         "criteria": judge(spec, recipe, view),
         "iteration": sum(runs.values()),
-        "last_step": next((p.step_id for p in reversed(view.history) if p.step_id in runs), None),
-        "last_work_step": next(
-            (
-                p.step_id
-                for p in reversed(view.history)
-                if p.step_id in runs and not getattr(spec.library_step(p.step_id), "gate", True)
-            ),
-            None,
-        ),
+        "last_step": last_library_step(spec, view),
+        "last_work_step": last_work_step(spec, view),
         "last_gate": None
         if gate is None
         else {

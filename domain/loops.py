@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlroom.domain.dod import evaluate_dod
-from controlroom.domain.flow import Performed, RunView
+from controlroom.domain.flow import PastDecision, Performed, RunView
 from controlroom.domain.gates import read_verdict
 from controlroom.domain.loop_spec import (
     DodHolds,
     GatePassed,
-    LibraryStep,
     LoopSpec,
     NoBlockingFindings,
     UnchangedSinceLastPass,
@@ -24,8 +23,7 @@ from controlroom.domain.loop_spec import (
 )
 from controlroom.domain.recipe import DodCheck, FileExists, Recipe
 
-#: The pseudo-choices a Showrunner may answer besides a step id.
-STABLE = "stable"
+#: The pseudo-choice a Showrunner may answer besides a step id.
 ASK_PERSON = "ask_person"
 
 
@@ -222,13 +220,6 @@ def pending_collaboration(
     )
 
 
-def loop_roles(spec: LoopSpec) -> list[str]:
-    roles: list[str] = []
-    for entry in spec.library:
-        roles += [r for r in entry.allowed_roles() if r not in roles]
-    return roles
-
-
 def typical_next(
     candidates: Sequence[str],
     typical_flow: Sequence[str],
@@ -249,16 +240,28 @@ def typical_next(
     return candidates[0] if candidates else None
 
 
+def last_turn(decisions: Sequence[PastDecision]) -> Mapping[str, Any]:
+    """The latest turn the flow asked the Showrunner (its candidates, a pending
+    collaboration); empty before the first."""
+    for decision in reversed(decisions):
+        loop = decision.loop or {}
+        if loop.get("kind") == "turn":
+            return loop
+    return {}
+
+
+def last_work_step(spec: LoopSpec, view: RunView) -> str | None:
+    """The latest library step that ran and is not a gate."""
+    for performed in reversed(library_history(spec, view.history)):
+        entry = spec.library_step(performed.step_id)
+        if entry is not None and not entry.gate:
+            return performed.step_id
+    return None
+
+
 def last_library_step(spec: LoopSpec, view: RunView) -> str | None:
     done = library_history(spec, view.history)
     return done[-1].step_id if done else None
-
-
-def library_entry(spec: LoopSpec, step_id: str) -> LibraryStep:
-    entry = spec.library_step(step_id)
-    if entry is None:
-        raise KeyError(step_id)
-    return entry
 
 
 def epilogue(spec: LoopSpec, recipe: Recipe) -> list[int]:

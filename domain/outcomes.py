@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from controlroom.domain import untrusted_json
-from controlroom.domain.canonical import sha256_text
+from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.kept_text import bounded_errors, digest_of, kept_reply
 from controlroom.domain.run_events import (
@@ -45,6 +45,27 @@ class StepOutcome(ABC):
     @abstractmethod
     def preview_source(self) -> str:
         """The text the step's one-line preview is made from."""
+
+
+@dataclass(frozen=True)
+class ArtifactOutcome(StepOutcome):
+    """A step kind's text written to its slot as an artifact, by `agent_id` (a verify
+    loop's verified text, an eval's report); `summary` defaults to the text's preview."""
+
+    text: str
+    output_sha256: str
+    input_slot_refs: list[str]
+    agent_id: str
+    summary: str = ""
+
+    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
+        slot = {"slot": step.output_slot, "kind": "artifact", "agent_id": self.agent_id,
+                "text": self.text, "sha256": self.output_sha256,
+                "summary": self.summary or preview(self.text)}  # fmt: skip
+        return [(SlotWritten, slot)]
+
+    def preview_source(self) -> str:
+        return self.text
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controlroom.domain.canonical import preview, sha256_text
+from controlroom.domain.canonical import sha256_text
 from controlroom.domain.events import RecordedLoopCall
-from controlroom.domain.outcomes import EventSpec, StepOutcome
-from controlroom.domain.run_events import SlotWritten
 from controlroom.domain.steps import STEP_KINDS, KnownNames, Phase, StepSpec
 
 #: Seed 004 §8: "at most 3 cycles".
@@ -131,29 +129,3 @@ def after_verification(
     if cycle >= max_cycles:
         return Verdict("stop", f"{count} blocking finding(s) left after {cycle} cycles")
     return Verdict("fix", f"{count} blocking finding(s): fix and verify again")
-
-
-@dataclass(frozen=True)
-class VerifiedOutcome(StepOutcome):
-    text: str
-    cycles: int
-    output_sha256: str
-    input_slot_refs: list[str]
-
-    def events(self, step: StepSpec, session_id: str) -> list[EventSpec]:
-        return [
-            (
-                SlotWritten,
-                {
-                    "slot": step.output_slot,
-                    "kind": "artifact",
-                    "agent_id": "sentinel",
-                    "text": self.text,
-                    "sha256": self.output_sha256,
-                    "summary": f"verified after {self.cycles} cycle(s): {preview(self.text)}",
-                },
-            )
-        ]
-
-    def preview_source(self) -> str:
-        return self.text

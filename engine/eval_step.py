@@ -27,8 +27,8 @@ from controlroom.domain.eval_step import (
     EvalForkSkipped,
     EvalForksStep,
     EvalForkStarted,
-    EvalOutcome,
 )
+from controlroom.domain.outcomes import ArtifactOutcome
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.run import Run, StepInstance
 from controlroom.domain.run_events import RunOrigin, RunStarted, StepStarted
@@ -77,7 +77,7 @@ def _args(run: Run) -> tuple[list[str], dict[str, str], dict[str, str], int]:
     )
 
 
-async def perform_eval_forks(execution: Execution, instance: StepInstance) -> EvalOutcome:
+async def perform_eval_forks(execution: Execution, instance: StepInstance) -> ArtifactOutcome:
     from controlroom.engine.fork import ForkRequest
 
     step = instance.step
@@ -127,7 +127,7 @@ async def perform_eval_forks(execution: Execution, instance: StepInstance) -> Ev
         run.journal_of(key, EvalForkEnded),
         run.journal_of(key, EvalForkSkipped),
     )
-    return EvalOutcome(report, sha256_text(report), [])
+    return ArtifactOutcome(report, sha256_text(report), [], "eval")
 
 
 def _on(step: EvalForksStep, instance: str, fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from controlroom.domain.canonical import sha256_text
+from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.errors import NeedsRefinementError
 from controlroom.domain.gates import read_verdict
-from controlroom.domain.outcomes import AgentOutcome, EventSpec
+from controlroom.domain.outcomes import AgentOutcome, ArtifactOutcome, EventSpec
 from controlroom.domain.run import StepInstance
 from controlroom.domain.sentinel import (
     LoopRole,
     SentinelFixed,
     SentinelVerified,
-    VerifiedOutcome,
     VerifyLoopStep,
     after_verification,
     fix_list_sha256,
@@ -32,7 +31,7 @@ if TYPE_CHECKING:  # performers imports this module to register it
     from controlroom.engine.performers import Execution
 
 
-async def perform_verify_loop(execution: Execution, instance: StepInstance) -> VerifiedOutcome:
+async def perform_verify_loop(execution: Execution, instance: StepInstance) -> ArtifactOutcome:
     step = instance.step
     assert isinstance(step, VerifyLoopStep)
     run = execution.run
@@ -45,7 +44,9 @@ async def perform_verify_loop(execution: Execution, instance: StepInstance) -> V
         verified.append(record)
         verdict = after_verification(cycle, step.max_cycles, verified)
         if verdict.action == "done":
-            return VerifiedOutcome(text, cycle, sha256_text(text), [step.target_slot])
+            summary = f"verified after {cycle} cycle(s): {preview(text)}"
+            refs = [step.target_slot]
+            return ArtifactOutcome(text, sha256_text(text), refs, "sentinel", summary)
         if verdict.action == "stop":
             raise NeedsRefinementError(step.step_id, verdict.reason, list(record.blocking))
         fixed = done_fixing.get(cycle) or await _fix(execution, instance, cycle, text, record)

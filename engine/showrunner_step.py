@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from controlroom.domain.adaptive_flow import role_choices
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.loop_registry import render, sha256_of, tier1_text, tier2
-from controlroom.domain.loops import loop_of
+from controlroom.domain.loop_registry import approx_tokens, render, sha256_of, tier1_text, tier2
+from controlroom.domain.loops import last_turn, loop_of
 from controlroom.domain.outcomes import AgentOutcome
 from controlroom.domain.run import StepInstance
 from controlroom.domain.showrunner import ShowrunnerStep, choice_errors
@@ -27,21 +27,13 @@ if TYPE_CHECKING:  # performers imports this module to register it
     from controlroom.engine.performers import Execution
 
 
-def _asked(execution: Execution) -> Mapping[str, Any]:
-    for decision in reversed(execution.run.decisions):
-        loop = decision.loop or {}
-        if loop.get("kind") == "turn":
-            return loop
-    return {}
-
-
 async def perform_showrunner(execution: Execution, instance: StepInstance) -> AgentOutcome:
     step = instance.step
     assert isinstance(step, ShowrunnerStep)
     run = execution.run
     assert run.recipe is not None
     spec = loop_of(run.recipe)
-    asked = _asked(execution)
+    asked = last_turn(run.decisions)
     candidates = [str(c) for c in asked.get("candidates") or []]
     pending = asked.get("collaboration_request")
     pending_map = pending if isinstance(pending, Mapping) else None
@@ -68,8 +60,8 @@ async def perform_showrunner(execution: Execution, instance: StepInstance) -> Ag
         "candidates": candidates,
         "tier1_sha256": sha256_of(tier_1),
         "tier2_sha256": sha256_of(tier_2),
-        "tier1_tokens": (len(tier_1) + 3) // 4,
-        "tier2_tokens": (len(tier_2) + 3) // 4,
+        "tier1_tokens": approx_tokens(tier_1),
+        "tier2_tokens": approx_tokens(tier_2),
     }
     output = json.dumps(stamped, indent=2, ensure_ascii=False)
     return replace(

@@ -51,12 +51,7 @@ def declared_budget(root: Run) -> tuple[float | None, int | None]:
 
 def tree_spend(store: EventStore, root: Run, current: Run) -> Spend:
     """What every run of the tree has spent; `current` as this process holds it."""
-    from controlroom.engine.child_policies import tree_runs
-
-    total = NOTHING
-    for run in tree_runs(store, root):
-        total = total + (current.spent if run.id == current.id else run.spent)
-    return total
+    return TreeBudget(store, root, current).spent()
 
 
 class TreeBudget:
