@@ -142,7 +142,10 @@ def test_the_run_page_shows_what_every_reply_cost_rejected_ones_and_rungs_includ
         view = client.get(f"/api/runs/{run_id}").json()
         assert view["cost_usd"] > 0 and [r["kind"] for r in view["ladder"]] == ["escalate"]
         page = seen.open(f"/#/runs/{run_id}")
-        page.wait_for_selector("#run-cost")
+        # The element is there before its figure: wait for the figure itself.
+        page.wait_for_function(
+            "() => (document.querySelector('#run-cost')?.textContent || '').startsWith('$')"
+        )
         shown = page.inner_text("#run-cost")
         assert shown.startswith(f"${view['cost_usd']:.6f}"), (shown, view["cost_usd"])
         assert seen.problems == []
