@@ -132,7 +132,13 @@ def run_stream(server: Server, request: Request, run_id: str) -> EventSourceResp
         return item.event.originator_id == run_id
 
     def ends(item: Positioned) -> bool:
-        return wanted(item) and isinstance(item.event, TERMINAL_EVENTS)
+        # Only the run's latest event ends its feed: a retried or resumed run's stream holds
+        # earlier endings, and a feed read from its start must go on past them.
+        return (
+            wanted(item)
+            and isinstance(item.event, TERMINAL_EVENTS)
+            and run_has_ended(server.ctx.store, run_id)
+        )
 
     async def feed() -> AsyncIterator[bytes]:
         store = server.ctx.store

@@ -422,12 +422,14 @@ def test_a_failed_run_is_retried_from_a_step_on_the_page(workspace: Path, watch:
         page.click("#retry-from-step")
         page.wait_for_selector('#timeline li.mark[data-type="RunRetried"]')
         page.wait_for_selector('li.step[data-instance="review#2"]')
+        # The retried run's own end, read from its stream: the header's badge alone could
+        # still be the first failure's while the retried steps finish.
+        read_sse(client, f"/api/runs/{run_id}/events")
         page.wait_for_selector('#run-header .badge[data-status="failed"]')
         retried = [e["type"] for e in client.get(f"/api/runs/{run_id}/audit").json()["events"]]
         assert retried.count("RunRetried") == 1
 
         # Opened afresh, the page folds the whole stream, not up to the first failure.
-        read_sse(client, f"/api/runs/{run_id}/events")
         page.goto(f"{base}/#/")
         page.goto(f"{base}/#/runs/{run_id}")
         page.wait_for_selector('li.step[data-instance="review#2"]')

@@ -18,6 +18,8 @@ from controlroom.api.history import PAGE
 from controlroom.api.hub import Delivery, EventHub
 from controlroom.api.notify import LogNotifier
 from controlroom.domain.issue import Issue
+from controlroom.engine.context import Context
+from controlroom.engine.service import RunService
 from controlroom.eventstore.store import EventStore
 from tests.live import live_server, read_sse
 from tests.test_cli_e2e import as_json, cli
@@ -154,3 +156,22 @@ def test_a_hole_in_the_log_does_not_stall_a_subscriber_catching_up(tmp_path: Pat
 
     assert asyncio.run(scenario()) == [1, 2, 3, 4, 5, 6, 7, 8, 10]
     store.close()
+
+
+@pytest.mark.e2e
+def test_a_retried_run_feed_read_from_its_start_goes_on_past_its_first_ending(
+    workspace: Path,
+) -> None:
+    ws = str(workspace)
+    run_id = as_json(cli("run", "analytical_consistency", "-w", ws, "-q", "--json"))["run_id"]
+    ctx = Context.open(workspace)
+    try:
+        # Reopened and claimed by a worker elsewhere (the server leaves it be): not ended.
+        RunService(ctx).retry(run_id, "review", owner="worker-host:4242")
+        types = [type(e).__name__ for e in ctx.store.stream(run_id)]
+    finally:
+        ctx.close()
+    with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
+        feed = read_sse(client, f"/api/runs/{run_id}/events", limit=len(types))
+    assert "RunFailed" in types and types[-1] != "RunFailed"
+    assert [m["event"] for m in feed] == types
