@@ -5,9 +5,16 @@ it up once more before it reads (read-your-writes), on analytics' own threads: n
 event loop, nor on the default pool that runs share. Too many requests at once are refused
 with 503 and Retry-After; a query past its time limit (waits included) is stopped (400
 `query_timeout`), and one past its memory limit says so (400 `query_memory_limit`).
+
+A report may be asked for a time range (`since`, `until`: ISO 8601, UTC when no offset is
+given): it then reads only the runs that started in it, whole, and the other events that
+happened in it (`analytics_sql.ranged_sql`); the times reach the SQL as datetimes, never as
+the text sent.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -28,7 +35,7 @@ from controlroom.projections.analytics_query import (
     AnalyticsResult,
     QueryLimits,
 )
-from controlroom.projections.analytics_sql import REPORTS
+from controlroom.projections.analytics_sql import REPORTS, ranged_sql
 
 
 class AnalyticsQueryBody(BaseModel):
@@ -41,9 +48,14 @@ class AnalyticsQueryBody(BaseModel):
 
 
 class ReportSummary(BaseModel):
+    """A built-in report: `figure` is the column it is named for (the one its chart draws),
+    `time_range` whether it can be asked for a time range (`since`, `until`)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
     title: str
+    figure: str
+    time_range: bool
 
 
 def _analytics(request: Request) -> AnalyticsProjection:
@@ -65,8 +77,47 @@ async def _answer(request: Request, sql: str, limits: QueryLimits) -> Response:
 
 def list_reports(request: Request) -> JSONResponse:
     return JSONResponse(
-        [ReportSummary(name=n, title=r.title).model_dump() for n, r in REPORTS.items()]
+        [
+            ReportSummary(
+                name=n, title=r.title, figure=r.figure, time_range=r.time_range
+            ).model_dump()
+            for n, r in REPORTS.items()
+        ]
     )
+
+
+def parse_instant(text: str, field: str, *, end: bool = False) -> datetime:
+    """An ISO 8601 date or date-time as UTC: one without an offset is read as UTC. A date
+    alone is its day's start, or, for the end of a range (`end`), the next day's start: the
+    day named is included."""
+    raw = text.strip()
+    try:
+        if len(raw) == 10:  # a date alone: YYYY-MM-DD
+            day = date.fromisoformat(raw)
+            at = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            if not end:
+                return at
+            return at + timedelta(days=1) if day < date.max else datetime.max.replace(tzinfo=UTC)
+        parsed = datetime.fromisoformat(raw)
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise HttpError(
+            400,
+            "bad_time",
+            f"{field} must be an ISO 8601 date or date-time (e.g. 2026-01-31 or "
+            f"2026-01-31T09:30:00Z), not {text[:40]!r}",
+            field,
+        ) from None
+
+
+def _time_range(request: Request) -> tuple[datetime | None, datetime | None]:
+    since_text = request.query_params.get("since") or None
+    until_text = request.query_params.get("until") or None
+    since = parse_instant(since_text, "since") if since_text is not None else None
+    until = parse_instant(until_text, "until", end=True) if until_text is not None else None
+    if since is not None and until is not None and since > until:
+        raise HttpError(400, "bad_time", "since must not be after until", "since")
+    return since, until
 
 
 async def get_report(request: Request) -> Response:
@@ -81,7 +132,12 @@ async def get_report(request: Request) -> Response:
         raise HttpError(
             400, "bad_limit", f"max_rows must be a number from 1 to {MAX_ROWS}", "max_rows"
         ) from None
-    return await _answer(request, report.sql, limits)
+    since, until = _time_range(request)
+    if (since is not None or until is not None) and not report.time_range:
+        raise HttpError(
+            400, "bad_time", f"the report '{name}' cannot be restricted to a time range", "since"
+        )
+    return await _answer(request, ranged_sql(report, since, until), limits)
 
 
 async def post_query(request: Request) -> Response:

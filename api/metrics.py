@@ -135,7 +135,8 @@ _FAMILIES: Final = {
     ),
     "model_calls": (
         "model_calls",
-        "Model calls (every reply recorded, as analytics' agent_calls counts them)",
+        "Model calls (each reply once, where it was paid: a fork's copies of its source's "
+        "replies are not counted again)",
         ("provider", "model", "role"),
     ),
     "model_tokens": (

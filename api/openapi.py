@@ -342,6 +342,21 @@ def openapi_document() -> dict[str, Any]:
                 parameters=[
                     _param("name", "path", {"type": "string", "enum": list(REPORTS)}),
                     _param("max_rows", "query", {"type": "integer", "minimum": 1}),
+                    _param(
+                        "since",
+                        "query",
+                        {"type": "string"},
+                        description="only what happened from then on (an ISO 8601 date or "
+                        "date-time, UTC without an offset): runs that started then, whole",
+                    ),
+                    _param(
+                        "until",
+                        "query",
+                        {"type": "string"},
+                        description="only what happened before then (an ISO 8601 date-time; "
+                        "a date alone includes that day); 400 `bad_time` for an unreadable "
+                        "time or a report that cannot be restricted (`time_range` false)",
+                    ),
                 ],
             )
         },

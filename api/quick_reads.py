@@ -41,12 +41,11 @@ def cmd_show(ns: argparse.Namespace) -> int:
                     "SELECT state FROM runs WHERE run_id = ?", (ns.run_id,)
                 ).fetchone()
                 if row is not None:
-                    from controlroom.projections.run_tree import tree_totals
+                    from controlroom.projections.run_tree import add_totals
                     from controlroom.projections.run_view import RunView
 
                     view = RunView.from_state(orjson.loads(row[0])).consolidated()
-                    if view.get("children"):
-                        view["tree"] = tree_totals(_states(views), ns.run_id)
+                    view = add_totals(view, _states(views), ns.run_id)
                     # A loop that ended is shown with the next loop it proposes, which
                     # reads the recipe catalog: the full path prints that.
                     if not (view.get("loop") or {}).get("ending"):

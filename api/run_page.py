@@ -21,7 +21,7 @@ from controlroom.api.errors import HttpError
 from controlroom.api.run_text import not_advancing
 from controlroom.domain.errors import RunNotFoundError
 from controlroom.projections.models import LoopView
-from controlroom.projections.run_tree import tree_totals
+from controlroom.projections.run_tree import eval_totals, family_totals, own_tokens, tree_totals
 from controlroom.projections.run_view import RunView
 
 Shown = Literal[
@@ -50,9 +50,18 @@ class RunState(BaseModel):
     current_step: str | None = Field(description="the step instance it is at (or stopped at)")
     steps_done: int
     total_steps: int
-    cost_usd: float | None = Field(description="every model reply paid for, rejected included")
-    input_tokens: int = Field(description="tokens of the replies the run kept")
+    cost_usd: float | None = Field(
+        description="every model reply paid for, rejected included; a fork's copies of its "
+        "source's replies are not its cost (`copied_cost_usd`)"
+    )
+    input_tokens: int = Field(
+        description="tokens of the replies the run kept (a fork's copied steps left out)"
+    )
     output_tokens: int
+    copied_cost_usd: float | None = Field(
+        default=None,
+        description="a fork: what the source's replies it copied had cost (not paid again)",
+    )
     dod: Literal["not_checked", "passed", "failed"]
     parent: dict[str, Any] | None = Field(
         default=None, description="a child run: the run and step that started it (seed 004)"
@@ -64,6 +73,28 @@ class RunState(BaseModel):
         default=None,
         description="with children: the run and every run below it rolled up (runs, depth, "
         "cost, tokens, outcomes); only on the single run's state",
+    )
+    forked_from: dict[str, Any] | None = Field(
+        default=None, description="a fork: the run it was taken from (run_id) and its step"
+    )
+    forks: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the runs forked from this one (run_id, step, created_at), in order",
+    )
+    family: dict[str, Any] | None = Field(
+        default=None,
+        description="a fork or a run forked from: its fork family (root_run_id, runs, "
+        "cost_usd, input_tokens, output_tokens, copied_cost_usd), each run's own spend "
+        "summed; only on the single run's state",
+    )
+    eval_forks: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="an eval: the forks it ran (run_id, source_run_id, step), in order",
+    )
+    eval: dict[str, Any] | None = Field(
+        default=None,
+        description="an eval: its forks' own spend summed (forks, cost_usd, input_tokens, "
+        "output_tokens, copied_cost_usd); only on the single run's state",
     )
     loop: dict[str, Any] | None = Field(
         default=None,
@@ -81,12 +112,7 @@ def run_state(view: RunView) -> RunState:
         stalled = None
     failure_kind = _failure_kind(view) if status == "failed" else None
     latest = _latest_instances(view)
-    input_tokens = output_tokens = 0
-    for step in view.steps:
-        for usage in [step.get("usage")] + [m.get("usage") for m in step.get("micro_steps", [])]:
-            if usage:
-                input_tokens += usage.get("input_tokens", 0)
-                output_tokens += usage.get("output_tokens", 0)
+    input_tokens, output_tokens = own_tokens({"steps": view.steps})
     current = view.steps[-1]["instance_id"] if view.steps else None
     return RunState(
         run_id=run.get("run_id", ""),
@@ -106,6 +132,10 @@ def run_state(view: RunView) -> RunState:
         dod="not_checked" if view.dod is None else "passed" if view.dod["passed"] else "failed",
         parent=run.get("parent"),
         children=list(run.get("children") or []),
+        copied_cost_usd=run.get("copied_cost_usd"),
+        forked_from=run.get("forked_from"),
+        forks=list(run.get("forks") or []),
+        eval_forks=list(run.get("eval_forks") or []),
         loop=_loop(run.get("loop")),
     )
 
@@ -185,6 +215,12 @@ def get_run_state(request: Request) -> JSONResponse:
     queries = request.app.state.server.read_views().query
     run_id = request.path_params["run_id"]
     state = run_state(queries.view(run_id))
-    if state.children:
-        state = state.model_copy(update={"tree": tree_totals(queries.state_of, run_id)})
+    rollups = {
+        "tree": tree_totals(queries.state_of, run_id) if state.children else None,
+        "family": (
+            family_totals(queries.state_of, run_id) if state.forked_from or state.forks else None
+        ),
+        "eval": eval_totals(queries.state_of, run_id) if state.eval_forks else None,
+    }
+    state = state.model_copy(update={k: v for k, v in rollups.items() if v is not None})
     return JSONResponse(state.model_dump(mode="json"))

@@ -58,6 +58,24 @@ def print_run(view: dict[str, Any]) -> None:
             f"${tree['cost_usd']:.4f}, {tree['input_tokens']}+{tree['output_tokens']} tokens"
             f" ({ends})"
         )
+    family = view.get("family")
+    if family:
+        print(
+            f"fork family: {family['runs']} runs, ${family['cost_usd']:.4f}, "
+            f"{family['input_tokens']}+{family['output_tokens']} tokens "
+            f"(root {family['root_run_id']})"
+        )
+    if view.get("forked_from"):
+        print(f"copied from source: ${view.get('copied_cost_usd') or 0.0:.4f} (not paid again)")
+    for fork in view.get("eval_forks") or []:
+        print(f"eval fork: {fork['run_id']} of {fork['source_run_id']} from step '{fork['step']}'")
+    paid = view.get("eval")
+    if paid:
+        print(
+            f"eval: {paid['forks']} forks, ${paid['cost_usd']:.4f}, "
+            f"{paid['input_tokens']}+{paid['output_tokens']} tokens (the forks' own; "
+            f"${paid['copied_cost_usd']:.4f} copied from their sources, not paid again)"
+        )
     for rung in view.get("ladder") or []:
         print(f"  ladder {rung['kind']:<9} {rung.get('instance_id') or '-'}: {rung['reason']}")
     if view.get("loop"):

@@ -315,10 +315,20 @@ class AnalyticsProjection:
             self._in_transaction(con, lambda: self._reset(con))
 
     def _reset(self, con: duckdb.DuckDBPyConnection) -> None:
-        for view in VIEW_NAMES:
-            con.execute(f"DROP VIEW IF EXISTS {view}")
-        for table in TABLE_NAMES:
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        # Each name dropped as what it is in the file: a name can change kind between
+        # layouts (`agent_calls`, a table until layout 15, is now a view over the table
+        # `agent_calls_all`).
+        found = dict(
+            con.execute(
+                "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal "
+                "UNION ALL SELECT table_name, 'TABLE' FROM duckdb_tables()"
+            ).fetchall()
+        )
+        names = dict.fromkeys((*VIEW_NAMES, *TABLE_NAMES))
+        for kind in ("VIEW", "TABLE"):
+            for name in names:
+                if found.get(name) == kind:
+                    con.execute(f"DROP {kind} {name}")
         for statement in (*TABLES, *VIEWS):
             con.execute(statement)
         con.execute(

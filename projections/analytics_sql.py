@@ -10,10 +10,11 @@ never disagree, and nothing is ever updated in place.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
-LAYOUT: Final = 14
+LAYOUT: Final = 15
 
 TRACKING = """CREATE TABLE IF NOT EXISTS analytics_tracking (
     name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, layout INTEGER NOT NULL,
@@ -69,13 +70,15 @@ TABLES: Final = (
         timestamp TIMESTAMP, recipe_id VARCHAR, task VARCHAR, session_id VARCHAR, trace_id VARCHAR,
         total_steps INTEGER, routed BOOLEAN, error VARCHAR, step_id VARCHAR, reason VARCHAR,
         owner VARCHAR, outcome INTEGER, parent_run_id VARCHAR, root_run_id VARCHAR,
-        depth INTEGER, loop_name VARCHAR)""",
+        depth INTEGER, loop_name VARCHAR, source_run_id VARCHAR, copied_events INTEGER)""",
     """CREATE TABLE step_events (
         position BIGINT NOT NULL, run_id VARCHAR NOT NULL, event_type VARCHAR NOT NULL,
         timestamp TIMESTAMP, step_id VARCHAR, instance_id VARCHAR, step_index INTEGER, kind VARCHAR,
         phase VARCHAR, tool VARCHAR, agent_archetype VARCHAR, error_type VARCHAR,
         error VARCHAR)""",
-    """CREATE TABLE agent_calls (
+    # Every model call recorded, a fork's copies of its source's calls included: the view
+    # `agent_calls` is what was paid (see VIEWS).
+    """CREATE TABLE agent_calls_all (
         position BIGINT NOT NULL, run_id VARCHAR NOT NULL, step_id VARCHAR, timestamp TIMESTAMP,
         agent_archetype VARCHAR, agent_id VARCHAR, provider VARCHAR, model VARCHAR,
         tier VARCHAR, prompt_type VARCHAR, prompt_variant VARCHAR, input_tokens BIGINT,
@@ -112,7 +115,7 @@ TABLE_NAMES: Final = (
     "events",
     "run_events",
     "step_events",
-    "agent_calls",
+    "agent_calls_all",
     "model_attempts",
     "receipts",
     "dod_results",
@@ -124,7 +127,20 @@ TABLE_NAMES: Final = (
 _TERMINAL = "('RunCompleted', 'RunFailed', 'RunCancelled')"
 _STEP_END = "('StepCompleted', 'StepFailed')"
 
+#: A fork's copies of its source's events (engine/fork.py): the `copied_events` events right
+#: after its `RunForked`, recorded with it in one commit, so at the positions that follow it
+#: (each store writes one commit's events at consecutive positions, one commit at a time).
+_COPIED_CALL = """EXISTS (SELECT 1 FROM run_events f WHERE f.event_type = 'RunForked'
+        AND f.run_id = a.run_id AND a.position > f.position
+        AND a.position <= f.position + coalesce(f.copied_events, 0))"""
+
 VIEWS: Final = (
+    # The model calls paid for: a fork's copies of its source's calls are the source's
+    # spend, and counted there only (`copied_calls`: those copies).
+    f"""CREATE OR REPLACE VIEW agent_calls AS
+    SELECT a.* FROM agent_calls_all a WHERE NOT {_COPIED_CALL}""",
+    f"""CREATE OR REPLACE VIEW copied_calls AS
+    SELECT a.* FROM agent_calls_all a WHERE {_COPIED_CALL}""",
     f"""CREATE OR REPLACE VIEW runs AS
     WITH folded AS (
         SELECT run_id,
@@ -143,7 +159,8 @@ VIEWS: Final = (
             arg_max(outcome, position) FILTER (WHERE event_type IN {_TERMINAL}) AS outcome,
             any_value(parent_run_id) FILTER (WHERE event_type = 'RunStarted') AS parent_run_id,
             any_value(root_run_id) FILTER (WHERE event_type = 'RunStarted') AS root_run_id,
-            any_value(depth) FILTER (WHERE event_type = 'RunStarted') AS depth
+            any_value(depth) FILTER (WHERE event_type = 'RunStarted') AS depth,
+            any_value(source_run_id) FILTER (WHERE event_type = 'RunStarted') AS forked_from
         FROM run_events GROUP BY run_id),
     dod AS (SELECT run_id, arg_max(passed, position) AS dod_passed
             FROM dod_results GROUP BY run_id),
@@ -151,7 +168,9 @@ VIEWS: Final = (
                WHERE event_type IN ('IssueOpened', 'IssueRecurred', 'IssueReopened')
                    AND run_id IS NOT NULL GROUP BY run_id),
     calls AS (SELECT run_id, count(*) AS agent_calls, sum(cost_usd) AS cost_usd
-              FROM agent_calls GROUP BY run_id)
+              FROM agent_calls GROUP BY run_id),
+    copied AS (SELECT run_id, sum(cost_usd) AS copied_cost_usd
+               FROM copied_calls GROUP BY run_id)
     SELECT f.run_id, f.recipe_id, f.task, f.session_id,
         CASE f.ending WHEN 'RunCompleted' THEN 'done' WHEN 'RunFailed' THEN 'failed'
             WHEN 'RunCancelled' THEN 'cancelled' ELSE 'running' END AS status,
@@ -166,9 +185,12 @@ VIEWS: Final = (
             WHEN f.ending = 'RunCompleted' THEN 0 WHEN f.ending = 'RunFailed' THEN 1
             WHEN f.ending = 'RunCancelled' THEN 20 END AS outcome,
         f.parent_run_id, coalesce(f.root_run_id, f.run_id) AS root_run_id,
-        coalesce(f.depth, 0) AS depth
+        coalesce(f.depth, 0) AS depth,
+        -- A fork: the run it was taken from, and what its copies of that run's calls had
+        -- cost (not its spend: `cost_usd` is only what the fork paid).
+        f.forked_from, k.copied_cost_usd
     FROM folded f LEFT JOIN dod d USING (run_id) LEFT JOIN opened o USING (run_id)
-        LEFT JOIN calls c USING (run_id)""",
+        LEFT JOIN calls c USING (run_id) LEFT JOIN copied k USING (run_id)""",
     f"""CREATE OR REPLACE VIEW steps AS
     WITH folded AS (
         SELECT run_id, instance_id,
@@ -189,7 +211,7 @@ VIEWS: Final = (
         FROM step_events GROUP BY run_id, instance_id),
     calls AS (
         SELECT f.run_id, f.instance_id, max(a.attempts) AS attempts
-        FROM folded f JOIN agent_calls a ON a.run_id = f.run_id AND a.step_id = f.step_id
+        FROM folded f JOIN agent_calls_all a ON a.run_id = f.run_id AND a.step_id = f.step_id
             AND a.position > f.started_position
             AND (f.finished_position IS NULL OR a.position < f.finished_position)
         GROUP BY f.run_id, f.instance_id),
@@ -368,10 +390,37 @@ VIEWS: Final = (
         payload->'$.dod_before' AS dod_before, payload->'$.dod_after' AS dod_after,
         payload->'$.verdicts_changed' AS verdicts_changed
     FROM events WHERE event_type = 'EvalForkEnded'""",
+    # Fork families (issue 31): each run forks were first taken from (one whose source is
+    # not a run here) with every fork below it, and what the family paid: each run's own
+    # calls, a fork's copies of its source's calls apart (`copied_cost_usd`).
+    """CREATE OR REPLACE VIEW fork_families AS
+    WITH RECURSIVE started AS (
+        SELECT run_id, any_value(source_run_id) FILTER (WHERE event_type = 'RunStarted')
+            AS source_run_id
+        FROM run_events GROUP BY run_id),
+    lineage(run_id, root_run_id, hops) AS (
+        SELECT s.run_id, s.run_id, 0 FROM started s
+        WHERE s.source_run_id IS NULL
+            OR s.source_run_id NOT IN (SELECT run_id FROM started)
+        UNION ALL
+        SELECT s.run_id, l.root_run_id, l.hops + 1
+        FROM started s JOIN lineage l ON s.source_run_id = l.run_id
+        WHERE l.hops < 1000),
+    paid AS (SELECT run_id, sum(cost_usd) AS cost_usd, sum(input_tokens) AS input_tokens,
+                 sum(output_tokens) AS output_tokens
+             FROM agent_calls GROUP BY run_id),
+    copied AS (SELECT run_id, sum(cost_usd) AS copied_cost_usd FROM copied_calls
+               GROUP BY run_id)
+    SELECT l.root_run_id, count(*) AS runs, count(*) - 1 AS forks,
+        sum(p.cost_usd) AS cost_usd, coalesce(sum(p.input_tokens), 0) AS input_tokens,
+        coalesce(sum(p.output_tokens), 0) AS output_tokens,
+        sum(k.copied_cost_usd) AS copied_cost_usd, max(l.hops) AS deepest
+    FROM lineage l LEFT JOIN paid p USING (run_id) LEFT JOIN copied k USING (run_id)
+    GROUP BY l.root_run_id HAVING count(*) > 1""",
 )
 VIEW_NAMES: Final = (
-    "runs", "steps", "issues", "plans", "plan_tasks", "conference_rounds", "loop_turns",
-    "eval_forks",
+    "agent_calls", "copied_calls", "runs", "steps", "issues", "plans", "plan_tasks",
+    "conference_rounds", "loop_turns", "eval_forks", "fork_families",
 )  # fmt: skip
 
 # -- loading one batch ---------------------------------------------------------------------
@@ -389,8 +438,8 @@ _V, _I, _B, _D = "VARCHAR", "INTEGER", "BOOLEAN", "DOUBLE"
 _RUN = _shape(
     recipe_id=_V, task={"description": _V}, session_id=_V, trace_id=_V, total_steps=_I,
     routing="JSON", error=_V, step_id=_V, reason=_V, owner=_V, outcome=_I,
-    origin={"parent_run_id": _V, "root_run_id": _V, "depth": _I},
-    recipe={"loop": {"name": _V}},
+    origin={"parent_run_id": _V, "root_run_id": _V, "depth": _I, "source_run_id": _V},
+    recipe={"loop": {"name": _V}}, source_run_id=_V, copied_events=_I,
 )  # fmt: skip
 _LOOP = _shape(
     instance_id=_V, reason=_V,
@@ -487,7 +536,7 @@ NOT_JSON: Final = "SELECT position FROM load_rows WHERE NOT json_valid(payload)"
 
 _RUN_TYPES = (
     "RunStarted", "RunCompleted", "RunFailed", "RunCancelled", "RunResumed", "RunClaimed",
-    "RunReleased",
+    "RunReleased", "RunForked",
 )  # fmt: skip
 _STEP_TYPES = ("StepStarted", "StepCompleted", "StepFailed", "StepWaiting")
 _ISSUE_TYPES = ("IssueOpened", "IssueClosed", "IssueReopened", "IssueRecurred")
@@ -502,7 +551,8 @@ LOADS: Final = (
         j.session_id, j.trace_id, j.total_steps,
         CASE WHEN event_type = 'RunStarted' THEN j.routing IS NOT NULL END,
         j.error, j.step_id, j.reason, j.owner, j.outcome, j.origin.parent_run_id,
-        j.origin.root_run_id, j.origin.depth, j.recipe.loop.name
+        j.origin.root_run_id, j.origin.depth, j.recipe.loop.name,
+        coalesce(j.origin.source_run_id, j.source_run_id), j.copied_events
     FROM parsed""",
     ),
     Load(
@@ -518,7 +568,7 @@ LOADS: Final = (
     ),
     # The offline model counts words, not tokens: its usage is an estimate.
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("AgentResponded", "AgentMicroStepResponded"),
         _AGENT,
         """SELECT position, aggregate_id, j.step_id, timestamp, j.agent_archetype, j.agent_id,
@@ -532,7 +582,7 @@ LOADS: Final = (
     # a conference role's, and a loop's items before its last (the step's own
     # `AgentResponded` stands for its last item).
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("ModelCalled",),
         _CHIEF,
         """SELECT position, aggregate_id, j.purpose, timestamp, j.role, j.role, j.provider,
@@ -544,7 +594,7 @@ LOADS: Final = (
     # An escalation ladder's calls around a step (consult, synthesis, triage), and replies
     # a contract rejected: paid for, so counted, and charged to their step.
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("LadderCallRecorded",),
         _LADDER,
         """SELECT position, aggregate_id, j.step_id, timestamp, j.role, j.role, j.provider,
@@ -554,7 +604,7 @@ LOADS: Final = (
     FROM parsed""",
     ),
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("AgentReplyRejected",),
         _REJECTED,
         """SELECT position, aggregate_id, j.step_id, timestamp, NULL, NULL, j.provider, j.model,
@@ -563,7 +613,7 @@ LOADS: Final = (
     FROM parsed""",
     ),
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("AgentCallRecorded",),
         _ROLE,
         """SELECT position, aggregate_id, NULL, timestamp, j.role, j.role, j.provider, j.model,
@@ -572,7 +622,7 @@ LOADS: Final = (
     FROM parsed""",
     ),
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("ForEachItemCompleted",),
         _ITEM,
         """SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
@@ -582,7 +632,7 @@ LOADS: Final = (
     ),
     # A checked loop's calls: every draft of an item and every check of a draft.
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("ForEachItemDrafted", "ForEachItemChecked"),
         _CHECKED,
         """SELECT position, aggregate_id, j.step_id, timestamp, NULL, j.agent_id, j.provider,
@@ -593,7 +643,7 @@ LOADS: Final = (
     # A verify loop's calls (`domain/sentinel.py`): each verification and each fix is a
     # model call of its own, recorded by no `AgentResponded`.
     Load(
-        "agent_calls",
+        "agent_calls_all",
         ("SentinelVerified", "SentinelFixed"),
         _SENTINEL,
         """SELECT position, aggregate_id, j.step_id, timestamp, j.agent_archetype, j.agent_id,
@@ -660,6 +710,15 @@ LOADS: Final = (
 class Report(NamedTuple):
     title: str
     sql: str
+    #: The column the report is named for: the one its chart draws (a p95, a rate, a count).
+    figure: str
+    #: The views and tables restricted to a time range when one is asked for (`ranged_sql`):
+    #: empty when the report cannot be restricted.
+    ranged: tuple[str, ...] = ()
+
+    @property
+    def time_range(self) -> bool:
+        return bool(self.ranged)
 
 
 REPORTS: Final = {
@@ -671,6 +730,8 @@ REPORTS: Final = {
             round(max(duration_ms), 1) AS max_ms
         FROM steps WHERE duration_ms IS NOT NULL
         GROUP BY recipe_id, step_id, kind ORDER BY p95_ms DESC, recipe_id, step_id""",
+        figure="p95_ms",
+        ranged=("steps",),
     ),
     "step_failures": Report(
         "Failure rate by recipe and step",
@@ -680,6 +741,8 @@ REPORTS: Final = {
                 AS failure_pct
         FROM steps GROUP BY recipe_id, step_id
         ORDER BY failure_pct DESC, failed DESC, recipe_id, step_id""",
+        figure="failure_pct",
+        ranged=("steps",),
     ),
     "run_outcomes": Report(
         "Runs by recipe and how they ended, with the failure rate",
@@ -693,6 +756,8 @@ REPORTS: Final = {
                 AS failure_pct,
             round(avg(duration_s), 3) AS avg_duration_s
         FROM runs GROUP BY recipe_id ORDER BY recipe_id""",
+        figure="failure_pct",
+        ranged=("runs",),
     ),
     "run_trees": Report(
         "Run trees (seed 004): each root with the runs below it, depth, outcomes and cost",
@@ -704,6 +769,8 @@ REPORTS: Final = {
             epoch(max(t.finished_at)) - epoch(min(t.started_at)) AS wall_s
         FROM runs t JOIN runs r ON r.run_id = t.root_run_id
         GROUP BY t.root_run_id HAVING count(*) > 1 ORDER BY min(t.started_at)""",
+        figure="runs",
+        ranged=("runs",),
     ),
     "evals": Report(
         "Evals (issue 31): per eval, the forks run, run statuses that changed, and cost, "
@@ -718,6 +785,8 @@ REPORTS: Final = {
             round(sum(latency_before_ms), 1) AS latency_before_ms,
             round(sum(latency_after_ms), 1) AS latency_after_ms
         FROM eval_forks GROUP BY eval_run_id ORDER BY min(timestamp)""",
+        figure="status_changed",
+        ranged=("eval_forks",),
     ),
     # Adaptive loops (seed 003): how long a loop takes to settle, how often the Showrunner's
     # answer could not be used, and which steps it runs again.
@@ -739,6 +808,8 @@ REPORTS: Final = {
                 WHERE kind = 'choice' OR (kind = 'end' AND fallback)), 0), 1) AS fallback_pct,
             count(*) FILTER (WHERE stall) AS stalls
         FROM loop_turns GROUP BY loop_name, recipe_id ORDER BY loop_name, recipe_id""",
+        figure="turns_per_run",
+        ranged=("loop_turns",),
     ),
     "loop_steps": Report(
         "Adaptive loops' steps: how often each was chosen, and repeated within a run",
@@ -751,6 +822,8 @@ REPORTS: Final = {
             sum(chosen - 1) AS repeats, round(sum(chosen - 1) / count(*), 2) AS repeats_per_run,
             max(chosen) AS most_in_a_run, sum(by_fallback) AS by_fallback
         FROM per_run GROUP BY loop_name, step_id ORDER BY loop_name, repeats DESC, step_id""",
+        figure="repeats",
+        ranged=("loop_turns",),
     ),
     "dod_failures": Report(
         "Definition-of-done checks by recipe and check, failures first",
@@ -760,6 +833,8 @@ REPORTS: Final = {
         FROM dod_checks d LEFT JOIN runs r USING (run_id)
         GROUP BY r.recipe_id, d.check_index, d.check_type
         ORDER BY failed DESC, r.recipe_id, d.check_index""",
+        figure="failed",
+        ranged=("dod_checks", "runs"),
     ),
     "model_usage": Report(
         "Model calls, tokens, latency and cost by role (agent archetype) and model",
@@ -770,6 +845,8 @@ REPORTS: Final = {
             sum(attempts - 1) AS retries
         FROM agent_calls GROUP BY agent_archetype, provider, model, tier
         ORDER BY cost_usd DESC NULLS LAST, calls DESC, role""",
+        figure="cost_usd",
+        ranged=("agent_calls",),
     ),
     "runs_per_day": Report(
         "Runs started per day and recipe, and how they ended",
@@ -779,6 +856,8 @@ REPORTS: Final = {
             count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
             round(avg(duration_s), 3) AS avg_duration_s
         FROM runs GROUP BY day, recipe_id ORDER BY day, recipe_id""",
+        figure="runs",
+        ranged=("runs",),
     ),
     "retries": Report(
         "Failed model attempts by recipe, step and model: retried, and given up",
@@ -789,6 +868,8 @@ REPORTS: Final = {
         FROM model_attempts m LEFT JOIN runs r USING (run_id)
         GROUP BY r.recipe_id, m.step_id, m.provider, m.model, m.kind
         ORDER BY failed_attempts DESC, r.recipe_id, m.step_id""",
+        figure="failed_attempts",
+        ranged=("model_attempts", "runs"),
     ),
     "stop_hooks": Report(
         "STOP_HOOKs (an output contract or a write the recipe does not allow) by recipe",
@@ -802,5 +883,63 @@ REPORTS: Final = {
                 AND replace(upper(e.payload->>'kind'), '_', '') LIKE '%STOPHOOK%')
         GROUP BY r.recipe_id, step_id, e.event_type
         ORDER BY stop_hooks DESC, r.recipe_id""",
+        figure="stop_hooks",
+        ranged=("events",),
     ),
 }
+
+
+# -- a report over a time range ---------------------------------------------------------------
+# A report asked for a time range reads, in place of each source it names in `ranged`, the
+# same rows restricted to that range: a CTE of the source's name (`main.<name>` being the
+# view or table itself) shadows it in the report's own SQL, and only there (a view reading
+# that source is bound apart). A run is in the range when it started in it, and then counts
+# whole: its steps, model calls, checks and loop turns, whenever they happened. What belongs
+# to no run's life (an eval's forks, a stored event) counts by its own timestamp.
+
+_RUNS_IN_RANGE = """_runs_in_range AS (
+    SELECT DISTINCT run_id FROM main.run_events WHERE event_type = 'RunStarted' AND {within})"""
+_OF_A_RUN_IN_RANGE = "run_id IN (SELECT run_id FROM _runs_in_range)"
+_RANGED: Final = {
+    "runs": _OF_A_RUN_IN_RANGE,
+    "steps": _OF_A_RUN_IN_RANGE,
+    "agent_calls": _OF_A_RUN_IN_RANGE,
+    "model_attempts": _OF_A_RUN_IN_RANGE,
+    "dod_checks": _OF_A_RUN_IN_RANGE,
+    "loop_turns": _OF_A_RUN_IN_RANGE,
+    "eval_forks": "{within}",
+    "events": "{within}",
+}
+RANGEABLE: Final = frozenset(_RANGED)
+
+
+def _literal(at: datetime) -> str:
+    """A timestamp as SQL, written from the datetime's fields (never from anyone's text): UTC,
+    as the tables hold it."""
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return f"TIMESTAMP '{at.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+def ranged_sql(report: Report, since: datetime | None, until: datetime | None) -> str:
+    """The report's SQL over what happened from `since` (included) to `until` (excluded),
+    either end open when None; its own SQL when neither is given. A report that cannot be
+    restricted (`time_range` false) is refused (ValueError), never answered unrestricted."""
+    if since is None and until is None:
+        return report.sql
+    if not report.time_range:
+        raise ValueError("this report cannot be restricted to a time range")
+    bounds = [
+        *([f"timestamp >= {_literal(since)}"] if since is not None else []),
+        *([f"timestamp < {_literal(until)}"] if until is not None else []),
+    ]
+    within = " AND ".join(bounds)
+    ctes = [_RUNS_IN_RANGE.format(within=within)]
+    for source in report.ranged:
+        condition = _RANGED[source].format(within=within)
+        ctes.append(f"{source} AS (SELECT * FROM main.{source} WHERE {condition})")
+    prefix = "WITH " + ",\n".join(ctes)
+    sql = report.sql.lstrip()
+    if sql[:5].upper() == "WITH ":
+        return f"{prefix},\n{sql[5:]}"
+    return f"{prefix}\n{sql}"

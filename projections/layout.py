@@ -8,4 +8,4 @@ from __future__ import annotations
 #: (PostgreSQL views have only ever had this layout, and share their schema with the log.)
 LAYOUT = 2
 #: The runs projection's fold version: a file written at another is rebuilt before it is read.
-RUNS_VERSION = 7
+RUNS_VERSION = 8

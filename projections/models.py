@@ -77,6 +77,9 @@ class StepSummary(ViewModel):
     spent_usd: float | None = omitted_when_none(
         "what the instance's model replies cost, rejected ones and ladder calls included"
     )
+    copied: bool | None = omitted_when_none(
+        "a fork's step taken from its source's events: not run again, not paid again"
+    )
 
 
 class RungView(ViewModel):
@@ -173,6 +176,41 @@ class ForkSource(ViewModel):
     step: str | None
 
 
+class EvalForkListed(ViewModel):
+    """A fork an eval ran (`EvalForkStarted`)."""
+
+    run_id: str
+    source_run_id: str
+    step: str
+
+
+class FamilyTotals(ViewModel):
+    """A fork family: the run forks were first taken from and every fork below it, each
+    run's own spend summed (a fork's copies of its source's steps left out)."""
+
+    root_run_id: str = Field(description="the family's first source")
+    runs: int
+    cost_usd: float = Field(description="what the family paid: each run's own replies")
+    input_tokens: int
+    output_tokens: int
+    copied_cost_usd: float = Field(
+        description="what the forks' copied steps had cost their source (not paid again)"
+    )
+
+
+class EvalTotals(ViewModel):
+    """An eval's forks, their own spend summed (their copies of the sources' steps left
+    out): what the eval cost beyond its own steps."""
+
+    forks: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    copied_cost_usd: float = Field(
+        description="what the forks' copied steps had cost their sources (not paid again)"
+    )
+
+
 class ChildView(ViewModel):
     """A run this run's `child_run` step started."""
 
@@ -253,7 +291,11 @@ class RunDetail(ViewModel):
         "11 needs escalation, 12 partial success, 20 interrupted"
     )
     cost_usd: float | None = omitted_when_none(
-        "what every model reply of the run cost, rejected ones included (priced models)"
+        "what every model reply of the run cost, rejected ones included (priced models); "
+        "a fork's copies of its source's replies are not its cost (`copied_cost_usd`)"
+    )
+    copied_cost_usd: float | None = omitted_when_none(
+        "a fork: what the source's replies it copied had cost (paid by the source, not again)"
     )
     ladder: list[RungView] | None = omitted_when_none(
         "the escalation rungs and gate rollbacks the run climbed, in order"
@@ -277,6 +319,13 @@ class RunDetail(ViewModel):
     tree: TreeTotals | None = omitted_when_none(
         "this run and every run below it, rolled up (runs with children only)"
     )
+    family: FamilyTotals | None = omitted_when_none(
+        "a fork or a run forked from: its fork family's own spend, summed"
+    )
+    eval_forks: list[EvalForkListed] | None = omitted_when_none(
+        "an eval: the forks it ran, in the order they were started"
+    )
+    eval: EvalTotals | None = omitted_when_none("an eval: its forks' own spend, summed")
     steps: list[StepSummary]
     cache_summary: dict[str, SlotSummary]
     dod: DodView | None
@@ -352,6 +401,9 @@ class StepView(ViewModel):
         "the consult, synthesis and triage calls a ladder rung made around the step"
     )
     triage: dict[str, Any] | None = omitted_when_none("the triage rung's verdict")
+    copied: bool | None = omitted_when_none(
+        "a fork's step taken from its source's events: not run again, not paid again"
+    )
 
 
 class PointerSlot(ViewModel):

@@ -19,7 +19,7 @@ from controlroom.projections.models import (
     StepView,
     TrailEntry,
 )
-from controlroom.projections.run_tree import tree_totals
+from controlroom.projections.run_tree import add_totals
 from controlroom.projections.run_view import RunView, one_line
 
 
@@ -34,10 +34,7 @@ class Queries:
         return [RunSummary.model_validate(row) for row in rows]
 
     def run(self, run_id: str) -> RunDetail:
-        view = self._view(run_id).consolidated()
-        tree = tree_totals(self.state_of, run_id) if view.get("children") else None
-        if tree is not None:
-            view["tree"] = tree
+        view = add_totals(self._view(run_id).consolidated(), self.state_of, run_id)
         return RunDetail.model_validate(view)
 
     def state_of(self, run_id: str) -> dict[str, Any] | None:

@@ -9,6 +9,12 @@ listed twice. An event type the fold does not know (a new step kind's own events
 moves the run's version. A stream that does not fold (an event missing or out of order, as
 after a stored event was deleted by hand, or one that does not fit the run) marks the run
 `damaged`, with the reason in `damage`; the fold never raises for one run's events.
+
+A fork's stream holds the source's events up to its cut, copied after its `RunForked`
+(engine/fork.py): what those copies cost was paid by the source, not by the fork. A reply
+folded from a copy is charged to its step (`spent_usd`: what the step cost where it ran)
+and to the fork's `copied_cost_usd`, never to its `cost_usd`; a step whose events are all
+copies is marked `copied`, so its tokens are not the fork's either.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ class RunView:
         self.texts: dict[str, str] = {}
         self.dod: dict[str, Any] | None = None
         self.version = 0
+        #: Whether the event being folded is one a fork copied from its source.
+        self._copy = False
 
     @property
     def damage(self) -> str | None:
@@ -106,6 +114,7 @@ class RunView:
             raise ValueError("the run's first event is not RunStarted")
         if self.run:
             self.run["updated_at"] = at
+        self._copy = data["originator_version"] <= self.run.get("copied_through", 0)
         handler = _HANDLERS.get(type_name)
         if handler is not None:
             handler(self, data, at)
@@ -153,6 +162,20 @@ class RunView:
                 "step": origin.get("source_step"),
             }
 
+    def _on_forked(self, e: dict[str, Any], at: str) -> None:
+        """A fork's record: the events that follow it, `copied_events` of them, are the
+        source's (engine/fork.py), not the fork's spend."""
+        self.run["copied_through"] = e["originator_version"] + int(e["copied_events"])
+
+    def _on_eval_fork(self, e: dict[str, Any], at: str) -> None:
+        """An eval names each fork it runs (`EvalForkStarted`): its spend is the eval's."""
+        forks = self.run.setdefault("eval_forks", [])
+        if not any(f["run_id"] == e["fork_run_id"] for f in forks):
+            forks.append(
+                {"run_id": e["fork_run_id"], "source_run_id": e["source_run_id"],
+                 "step": e["from_step"]}
+            )  # fmt: skip
+
     def _on_claimed(self, e: dict[str, Any], at: str) -> None:
         self.run["owner"] = e["owner"]
         self.run["lease_expires_at"] = e.get("lease_expires_at")
@@ -181,6 +204,8 @@ class RunView:
             "completed_at": None,
             "error": None,
         }
+        if self._copy:
+            step["copied"] = True  # a fork's step taken from its source: not run here
         for index, known in enumerate(self.steps):
             if known["instance_id"] == step["instance_id"]:
                 self.steps[index] = step  # the same instance started again
@@ -247,11 +272,13 @@ class RunView:
         }
 
     def _charge(self, step: Step, cost: float | None) -> None:
-        """Every reply paid for counts: the step's and the run's totals."""
+        """Every reply paid for counts: the step's and the run's totals. A fork's copy of
+        its source's reply was paid by the source: it is the fork's `copied_cost_usd`."""
         if cost is None:
             return
         step["spent_usd"] = round(step.get("spent_usd", 0.0) + cost, 9)
-        self.run["cost_usd"] = round(self.run.get("cost_usd", 0.0) + cost, 9)
+        total = "copied_cost_usd" if self._copy else "cost_usd"
+        self.run[total] = round(self.run.get(total, 0.0) + cost, 9)
 
     def _on_receipt(self, e: dict[str, Any], at: str) -> None:
         self._step(e)["receipt_id"] = e["receipt_id"]
@@ -387,6 +414,8 @@ class RunView:
         instance = e.get("instance_id")
         for step in reversed(self.steps):
             if (step["instance_id"] == instance) if instance else step["step_id"] == e["step_id"]:
+                if not self._copy:
+                    step.pop("copied", None)  # the fork's cut step: it runs on live
                 return step
         raise KeyError(instance or e["step_id"])
 
@@ -397,7 +426,7 @@ class RunView:
 
     def consolidated(self) -> dict[str, Any]:
         """`GET /api/runs/{id}` (appendix D), as `RunDetail` validates it."""
-        view = {k: v for k, v in self.run.items() if k != "routing" and not _unset(k, v)}
+        view = {k: v for k, v in self.run.items() if k not in _INTERNAL and not _unset(k, v)}
         view["task"] = {"description": self.run["task"]["description"]}
         view["steps"] = [_step_summary(s) for s in self.steps]
         view["cache_summary"] = {
@@ -414,6 +443,10 @@ class RunView:
         return [dict(s) for s in self.steps]
 
 
+#: Run fields the consolidated view leaves out (`routing` is added back as it is).
+_INTERNAL = frozenset({"routing", "copied_through"})
+
+
 def _unset(key: str, value: object) -> bool:
     """Optional run fields appear in the view only while they have a value."""
     return value is None and key in _OPTIONAL_RUN_FIELDS
@@ -422,7 +455,7 @@ def _unset(key: str, value: object) -> bool:
 _OPTIONAL_RUN_FIELDS = frozenset(
     {
         "owner", "lease_expires_at", "damage", "resumed", "outcome", "cost_usd", "parent",
-        "children", "loop", "forks",
+        "children", "loop", "forks", "copied_cost_usd", "eval_forks",
     }
 )  # fmt: skip
 
@@ -463,6 +496,7 @@ def _step_summary(s: Step) -> dict[str, Any]:
         "output_preview": s["output_preview"],
         "error": s["error"],
         "spent_usd": s.get("spent_usd"),
+        "copied": s.get("copied"),
     }
     summary.update((k, v) for k, v in optional.items() if v is not None)
     return summary
@@ -473,6 +507,8 @@ Handler = Callable[[RunView, dict[str, Any], str], None]
 _HANDLERS: dict[str, Handler] = {
     "RunStarted": RunView._on_started,
     "RunClaimed": RunView._on_claimed,
+    "RunForked": RunView._on_forked,
+    "EvalForkStarted": RunView._on_eval_fork,
     "RunReleased": RunView._on_released,
     "StepStarted": RunView._on_step_started,
     "StepWaiting": RunView._on_step_waiting,

@@ -297,3 +297,27 @@ def test_a_t1_agent_on_a_provider_api_records_every_call_as_sent(
         c for c in calls if isinstance(c, AgentResponded) and c.step_id == "continuity"
     )
     assert continuity.micro_step == "finding" and json.loads(continuity.output)["pass"]
+
+
+def test_a_t1_runs_tokens_count_each_of_its_calls_once(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step's reply is also its "finding" micro-step: the run's totals count it once,
+    with the triage and evidence calls beside it."""
+    from controlroom.api.run_page import run_state
+
+    ctx, run = run_with_tier(workspace, monkeypatch, "t1", ScriptedMicro())
+    assert run.status == RunStatus.DONE, run.error
+    calls = [
+        e
+        for e in ctx.store.stream(run.id)
+        if isinstance(e, AgentMicroStepResponded | AgentResponded)
+        and not getattr(e, "repeats_items", False)
+    ]
+    views = Views.for_store(ctx.store)
+    Followers(ctx.store, views).catch_up()
+    state = run_state(views.query.view(run.id))
+    assert state.input_tokens == sum(e.usage.input_tokens for e in calls)
+    assert state.output_tokens == sum(e.usage.output_tokens for e in calls)
+    views.close()
+    ctx.close()
