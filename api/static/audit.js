@@ -37,14 +37,31 @@ export async function showVerified(node, base) {
   }
 }
 
+// The slider moves by version; "previous step" and "next step" move it to the version at
+// which a step instance ended (its StepCompleted, or its StepFailed), numbered from 1 as the
+// timeline numbers them. Those versions come from the run's stored events (its audit
+// trail), read again when the run has grown since they were last read.
 export function showAudit(node, base) {
   const slider = h("input", { type: "range", min: 1, max: 1, value: 1, id: "audit-slider", "aria-label": "version" });
   const label = h("span", { id: "audit-label" }, "");
+  const previous = h("button", { type: "button", class: "small", id: "audit-prev-step", disabled: true }, "◀ previous step");
+  const next = h("button", { type: "button", class: "small", id: "audit-next-step", disabled: true }, "next step ▶");
+  const stepLabel = h("span", { id: "audit-step-label", "aria-live": "polite" }, "");
   const view = h("div", { id: "audit-view", class: "audit-view" });
   let following = true; // the slider tracks the last version until moved by hand
   let timer = null;
   let asked = 0;
-  replace(node, h("div", { class: "slider" }, h("label", {}, "As of version ", slider), " ", label), view);
+  let stops = []; // {version, number, instance, failed}: where each step instance ended
+  let totalSteps = 0;
+  let stopsUpTo = 0; // the last version the stops were read from
+  let stopsTimer = null;
+  let stopsLoading = null;
+  replace(
+    node,
+    h("div", { class: "slider" }, h("label", {}, "As of version ", slider), " ", label),
+    h("div", { class: "slider", role: "group", "aria-label": "step by step" }, previous, " ", next, " ", stepLabel),
+    view,
+  );
 
   async function load() {
     const version = Number(slider.value);
@@ -59,8 +76,67 @@ export function showAudit(node, base) {
     }
   }
 
+  // The versions at which the run's steps ended, from its events up to the last version.
+  function loadStops() {
+    if (stopsLoading) return stopsLoading;
+    const upTo = Number(slider.max);
+    let read = false;
+    stopsLoading = api(`${base}/audit`)
+      .then((trail) => {
+        read = true;
+        const started = trail.events.find((e) => e.type === "RunStarted");
+        totalSteps = started && started.data ? started.data.total_steps || 0 : 0;
+        stops = trail.events
+          .filter((e) => e.type === "StepCompleted" || e.type === "StepFailed")
+          .map((e) => ({ version: e.version, number: e.data.step_index + 1, instance: e.data.instance_id || e.data.step_id, failed: e.type === "StepFailed" }));
+        stopsUpTo = Math.max(upTo, trail.events.length ? trail.events[trail.events.length - 1].version : 0);
+        showStep();
+      })
+      .catch(() => {}) // the slider still works by version; the buttons wait for the next try
+      .finally(() => {
+        stopsLoading = null;
+        // Versions that came while this read was under way are read on the next one.
+        if (read && stopsUpTo < Number(slider.max)) {
+          clearTimeout(stopsTimer);
+          stopsTimer = setTimeout(loadStops, 300);
+        }
+      });
+    return stopsLoading;
+  }
+
+  function showStep() {
+    const version = Number(slider.value);
+    const done = stops.filter((s) => s.version <= version);
+    const last = done[done.length - 1];
+    const of = totalSteps || stops.length;
+    if (last) {
+      stepLabel.textContent = `after step ${last.number} of ${of}: ${last.instance}${last.failed ? " (failed)" : ""}${last.version === version ? "" : ` (+${version - last.version} events)`}`;
+      stepLabel.dataset.version = String(last.version);
+      stepLabel.dataset.instance = last.instance;
+    } else {
+      stepLabel.textContent = stops.length ? "before the first step ended" : "";
+      delete stepLabel.dataset.version;
+      delete stepLabel.dataset.instance;
+    }
+    previous.disabled = !stops.some((s) => s.version < version);
+    next.disabled = !stops.some((s) => s.version > version);
+  }
+
+  async function move(forward) {
+    if (stopsUpTo < Number(slider.max)) await loadStops();
+    const version = Number(slider.value);
+    const target = forward ? stops.find((s) => s.version > version) : [...stops].reverse().find((s) => s.version < version);
+    if (!target) return;
+    slider.value = String(target.version);
+    following = Number(slider.value) === Number(slider.max);
+    update();
+  }
+  previous.addEventListener("click", () => move(false));
+  next.addEventListener("click", () => move(true));
+
   function update() {
     label.textContent = `${slider.value} of ${slider.max}`;
+    showStep();
     clearTimeout(timer);
     timer = setTimeout(load, 120);
   }
@@ -77,6 +153,9 @@ export function showAudit(node, base) {
     } else {
       label.textContent = `${slider.value} of ${slider.max}`;
     }
+    // The run grew: read its step ends again once its events stop arriving in a burst.
+    clearTimeout(stopsTimer);
+    stopsTimer = setTimeout(loadStops, 300);
   });
 }
 

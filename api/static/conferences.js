@@ -1,13 +1,18 @@
 // Conference rounds: start one, and read a round's transcript — the evidence the Chief
 // gathered (receipts, refused calls) and every role's reply, accepted, abstained or
-// rejected with its reason.
+// rejected with its reason. The list is live, as the issues' and the plans' are: a round
+// opened, answered or closed elsewhere (the CLI, another tab) shows without a reload.
 
 import { api, Feed } from "./api.js";
 import { badge, h, pre, replace, section, throttle, when } from "./dom.js";
+import { followTypes } from "./live.js";
 import { setConnection } from "./status.js";
 
+// The events that change a round's row: its opening, its replies' fates, its end.
+const ROUND_EVENTS = ["RoundOpened", "ReplyAccepted", "ReplyRejected", "RepliesCollected", "RoundClosed", "RoundFailed"];
+
 export async function showConferences(root) {
-  const rounds = await api("/api/conferences");
+  let rounds = await api("/api/conferences");
   const question = h("input", { id: "round-question", type: "text", "aria-label": "question", placeholder: "Ask the studio, e.g. Is Kael consistent with his canon card?" });
   const roles = h("input", { id: "round-roles", type: "text", "aria-label": "roles", value: "continuity,critic,planner,writer,editor" });
   const tools = h("input", { id: "round-tools", type: "text", "aria-label": "allowed tools", placeholder: "allowed tools (empty: all)" });
@@ -32,22 +37,34 @@ export async function showConferences(root) {
       button.disabled = false;
     }
   }
+  const rows = h("tbody");
+  function renderRows() {
+    replace(
+      rows,
+      rounds.map((r) =>
+        h(
+          "tr",
+          { dataset: { roundId: r.round_id, status: r.status } },
+          h("td", {}, badge(r.status)),
+          h("td", {}, h("a", { href: `#/conferences/${encodeURIComponent(r.round_id)}` }, r.question)),
+          h("td", {}, `${r.accepted} accepted, ${r.abstained} abstained, ${r.rejected} rejected`),
+          h("td", {}, when(r.opened_at)),
+        ),
+      ),
+    );
+  }
   replace(
     root,
     h("h1", {}, "Conference rounds"),
     h("form", { class: "filters", id: "new-round", onsubmit: start }, question, roles, tools, h("label", {}, requireTool, " require a tool"), h("button", { type: "submit" }, "Ask"), failure),
-    h(
-      "table",
-      { id: "rounds" },
-      h("thead", {}, h("tr", {}, ["status", "question", "replies", "opened"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, rounds.map((r) => h("tr", { dataset: { roundId: r.round_id } },
-        h("td", {}, badge(r.status)),
-        h("td", {}, h("a", { href: `#/conferences/${encodeURIComponent(r.round_id)}` }, r.question)),
-        h("td", {}, `${r.accepted} accepted, ${r.abstained} abstained, ${r.rejected} rejected`),
-        h("td", {}, when(r.opened_at)),
-      ))),
-    ),
+    h("table", { id: "rounds" }, h("thead", {}, h("tr", {}, ["status", "question", "replies", "opened"].map((c) => h("th", {}, c)))), rows),
   );
+  renderRows();
+  const feed = await followTypes(ROUND_EVENTS, async () => {
+    rounds = await api("/api/conferences");
+    renderRows();
+  });
+  return () => feed.stop();
 }
 
 export async function showConference(root, roundId) {
