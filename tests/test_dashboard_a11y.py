@@ -54,6 +54,8 @@ def test_every_view_fits_a_phone_and_passes_axe(workspace: Path, browser: Any) -
     with live_server(workspace) as base, httpx.Client(base_url=base, timeout=30) as client:
         run_id = start(client, task="prose review")
         read_sse(client, f"/api/runs/{run_id}/events")
+        other = start(client, task="consistency check")
+        read_sse(client, f"/api/runs/{other}/events")
         views = {
             "runs": ("/#/", "#runs tbody tr"),
             "run": (f"/#/runs/{run_id}", '#run-header .badge[data-status="done"]'),
@@ -62,6 +64,7 @@ def test_every_view_fits_a_phone_and_passes_axe(workspace: Path, browser: Any) -
             "conferences": ("/#/conferences", "h1"),
             "pipelines": ("/#/pipelines", "h1"),
             "analytics": ("/#/analytics", "h1"),
+            "diff": (f"/#/diff/{run_id}/{other}", "#diff-steps tbody tr"),
         }
         found: dict[str, Any] = {}
         for width_name, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
@@ -73,6 +76,9 @@ def test_every_view_fits_a_phone_and_passes_axe(workspace: Path, browser: Any) -
                     page.goto(base + path)
                     page.wait_for_selector(ready)
                     page.wait_for_timeout(300)  # let a view's second read land
+                    if name == "diff":  # with two texts side by side
+                        page.click("#diff-slot-show")
+                        page.wait_for_selector("#diff-text-summary")
                     if width_name == "phone":
                         found[f"{name} scrolls sideways by"] = sideways(page)
                     found[f"{name} at {width_name}"] = serious_violations(page)

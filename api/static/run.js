@@ -6,6 +6,7 @@ import { api, ApiError, Feed, offers } from "./api.js";
 import { showAudit, showVerified } from "./audit.js";
 import { badge, duration, errorBox, formatMs, h, replace, section, when } from "./dom.js";
 import { fold, foldPartial, newRun } from "./fold.js";
+import { forkPanel } from "./fork.js";
 import { loopPanel } from "./loop.js";
 import { stepDetail } from "./step.js";
 import { setConnection } from "./status.js";
@@ -21,6 +22,7 @@ export async function showRun(root, runId) {
   const base = `/api/runs/${encodeURIComponent(runId)}`;
   const run = newRun(runId);
   let canRetry = false; // until the OpenAPI document says the server offers it
+  let canFork = false; // likewise for forks
   // What the page says about the run (status, actions, totals) is the server's fold of the
   // whole stream (GET /state, the one `controlroom show` prints); this page's own fold of
   // the events only draws the timeline as they stream. Nothing is said before it arrives.
@@ -36,6 +38,7 @@ export async function showRun(root, runId) {
   const message = h("div", { id: "run-message" });
   const timeline = h("ol", { class: "timeline", id: "timeline" });
   const detail = h("div", { class: "detail", id: "detail" });
+  const fork = forkPanel(runId);
   const dod = h("div", { id: "dod" });
   const loopBox = h("div", { id: "loop-box" });
   const loopSection = section("Loop turns", loopBox);
@@ -62,6 +65,7 @@ export async function showRun(root, runId) {
       h("div", { class: "timeline-column" }, h("h2", {}, "Timeline"), timeline),
       detail,
     ),
+    fork.element,
     loopSection,
     h("div", { class: "run-lower" }, section("Definition of done", dod), section("Issues", issues)),
     section("Waterfall", waterfall),
@@ -230,8 +234,32 @@ export async function showRun(root, runId) {
   function runLink(id) {
     return h("a", { href: `#/runs/${encodeURIComponent(id)}` }, id);
   }
+  // Lineage (issue 31): the run this one was forked from, the runs forked from it, each
+  // with a link to compare, and the whole family's spend (copied steps counted once).
+  function lineageFacts() {
+    if (state && state.eval) {
+      const e = state.eval;
+      return h("p", { id: "run-eval-totals" }, `Eval: ${e.forks} forks, $${e.cost_usd.toFixed(4)}, ${e.input_tokens} in + ${e.output_tokens} out tokens`);
+    }
+    if (!state || (!state.forked_from && !(state.forks || []).length)) return null;
+    const compareLink = (other) => h("a", { href: `#/diff/${encodeURIComponent(runId)}/${encodeURIComponent(other)}`, class: "compare" }, "compare");
+    const source = state.forked_from
+      ? h("p", { id: "run-forked-from" }, "Forked from ", runLink(state.forked_from.run_id), ` at step ${state.forked_from.step} · `, compareLink(state.forked_from.run_id))
+      : null;
+    const forks = (state.forks || []).length
+      ? h("ul", { id: "run-forks", "aria-label": "runs forked from this run" }, state.forks.map((f) => h("li", { dataset: { run: f.run_id } }, runLink(f.run_id), ` from step ${f.step} · `, compareLink(f.run_id))))
+      : null;
+    const copied = state.forked_from && state.copied_cost_usd ? h("p", { class: "muted", id: "run-copied-cost" }, `Copied from its source: $${state.copied_cost_usd.toFixed(6)} (not paid again)`) : null;
+    const family = state.family;
+    const totals = family
+      ? h("p", { id: "run-family-totals" }, `Fork family: ${family.runs} runs, $${family.cost_usd.toFixed(4)}, ${family.input_tokens} in + ${family.output_tokens} out tokens`, family.copied_cost_usd ? h("span", { class: "muted" }, ` (copied steps, $${family.copied_cost_usd.toFixed(4)}, counted once)`) : null)
+      : null;
+    return h("div", { id: "run-lineage" }, source, forks, totals, copied);
+  }
+
   function treeFacts() {
-    if (!state || (!state.parent && !(state.children || []).length)) return null;
+    const lineage = lineageFacts();
+    if (!state || (!state.parent && !(state.children || []).length)) return lineage;
     const parent = state.parent
       ? h("p", { id: "run-parent" }, "Started by ", runLink(state.parent.run_id), ` at step ${state.parent.instance_id} · depth ${state.parent.depth} of ${state.parent.max_depth ?? "?"}`)
       : null;
@@ -256,7 +284,7 @@ export async function showRun(root, runId) {
           ),
         )
       : null;
-    return h("div", { id: "run-tree" }, parent, totals, children);
+    return [lineage, h("div", { id: "run-tree" }, parent, totals, children)];
   }
 
   // When each step ran, on one time axis: its start, its length, its waits and attempts.
@@ -330,7 +358,22 @@ export async function showRun(root, runId) {
       comparableLoaded = true;
       loadComparable().catch((error) => replace(message, errorBox(error)));
     }
-    return compare;
+    return [compare, compareAny()];
+  }
+
+  // Any other run, of any recipe, by its id.
+  let compareForm = null;
+  function compareAny() {
+    if (!compareForm) {
+      const input = h("input", { id: "compare-id", "aria-label": "compare with run id", placeholder: "or a run id", size: 22 });
+      compareForm = h("form", { id: "compare-form", class: "inline" }, input, " ", h("button", { type: "submit" }, "Compare"));
+      compareForm.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const other = input.value.trim();
+        if (other) location.hash = `#/diff/${encodeURIComponent(runId)}/${encodeURIComponent(other)}`;
+      });
+    }
+    return compareForm;
   }
 
   // Other runs of the same recipe, as they stand when the page learns the recipe.
@@ -447,7 +490,11 @@ export async function showRun(root, runId) {
     }
     detailShownAt = now;
     const scrolled = detail.scrollTop;
-    const actions = state && state.actions.includes("retry_from_step") && canRetry ? h("button", { type: "button", class: "small", id: "retry-from-step", onclick: () => retry(step.stepId) }, "Retry from here") : null;
+    const actions = [
+      state && state.actions.includes("retry_from_step") && canRetry ? h("button", { type: "button", class: "small", id: "retry-from-step", onclick: () => retry(step.stepId) }, "Retry from here") : null,
+      // A fork copies what the run recorded before this step: offered once the step ran.
+      canFork && step.status !== "pending" ? h("button", { type: "button", class: "small", id: "fork-from-step", onclick: () => fork.open(step) }, "Fork from here…") : null,
+    ];
     const open = new Set([...detail.querySelectorAll("details[open] > summary")].map((s) => s.textContent));
     replace(detail, stepDetail(run, step, actions));
     for (const summary of detail.querySelectorAll("details > summary")) if (open.has(summary.textContent)) summary.parentElement.open = true;
@@ -623,6 +670,11 @@ export async function showRun(root, runId) {
   schedule();
   offers("/api/runs/{run_id}/retry", "post").then((offered) => {
     canRetry = offered;
+    shownRev = -1;
+    schedule();
+  }, () => {});
+  offers("/api/runs/{run_id}/fork", "post").then((offered) => {
+    canFork = offered;
     shownRev = -1;
     schedule();
   }, () => {});
