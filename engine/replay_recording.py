@@ -31,7 +31,7 @@ from controlroom.models.port import ModelClient, ModelRequest, ModelResponse, Te
 #: What differs between a run and its replay however faithful the replay: the ids the
 #: engine draws (runs, sessions, traces, task packets, receipts) and the clock's times.
 _VOLATILE = re.compile(
-    r"\b(run|sess|tr|pkt|rcpt|conf|plan)_[0-9a-f]{16}\b"
+    r"\b(run|sess|tr|pkt|rcpt|conf|plan)_[0-9a-f]{16,32}\b"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 )
 

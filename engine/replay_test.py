@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controlroom.domain.errors import RunNotFoundError
+from controlroom.domain.errors import BadInputError, RunNotFoundError
+from controlroom.domain.eval_step import EvalForksStep, EvalForkStarted
 from controlroom.domain.events import DomainEvent
+from controlroom.domain.recipe import Recipe
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import (
     AgentMicroStepResponded,
@@ -35,7 +38,11 @@ from controlroom.domain.run_events import (
     SlotWritten,
     StepFailed,
 )
+from controlroom.domain.texts import StoredText, referred_texts
+from controlroom.engine.child_policies import tree_runs
 from controlroom.engine.context import Context
+from controlroom.engine.followers import Followers
+from controlroom.engine.ports import process_owner
 from controlroom.engine.replay_recording import (
     Recording,
     RequestMiss,
@@ -46,6 +53,7 @@ from controlroom.engine.replay_recording import (
 )
 from controlroom.engine.request_text import request_diff
 from controlroom.engine.service import RunRequest, RunService
+from controlroom.engine.tree_driver import drive_tree
 from controlroom.eventstore.config import state_dir
 from controlroom.eventstore.store import EventStore
 from controlroom.models.agents import AgentDirectory, make_client
@@ -89,10 +97,14 @@ class ReplayReport:
     dod: list[tuple[int, bool | None, bool | None]] = field(default_factory=list)
     answered: int = 0
     notes: list[str] = field(default_factory=list)
+    #: The runs below the root (a tree's child runs), recorded and replayed, in the order
+    #: they started: "recipe status" each.
+    tree: list[str] = field(default_factory=list)
+    replay_tree: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        same_end = self.status == self.replay_status
+        same_end = self.status == self.replay_status and self.tree == self.replay_tree
         return same_end and not self.requests and not self.slots and not self.dod
 
     def to_json(self) -> dict[str, Any]:
@@ -109,6 +121,7 @@ class ReplayReport:
                 {"slot": s, "recorded": a, "replayed": b} for s, a, b in self.slots
             ],
             "dod_mismatches": [{"check": i, "recorded": a, "replayed": b} for i, a, b in self.dod],
+            "child_runs": {"recorded": self.tree, "replayed": self.replay_tree},
             "notes": self.notes,
         }
 
@@ -129,27 +142,72 @@ class ReplayReport:
             out.append(f"  slot '{slot}': recorded {old or '(none)'}, replayed {new or '(none)'}")
         for index, old_passed, new_passed in self.dod:
             out.append(f"  DoD check {index}: recorded {old_passed}, replayed {new_passed}")
+        if self.tree or self.replay_tree:
+            same = "the same" if self.tree == self.replay_tree else "DIFFERENT"
+            out.append(f"  child runs {same}: recorded {self.tree}, replayed {self.replay_tree}")
         out += [f"  note: {note}" for note in self.notes]
         return out
 
 
+#: Wall-clock figures a slot may quote (an eval report's latencies): measured, never
+#: replayed, so slots are compared without them.
+_MEASURED = re.compile(r"\b\d+(?:\.\d+)? ?ms\b")
+
+
+#: What a file write's record says of the file before it: the replay's scratch copy.
+_WORKSPACE_STATE = ("sha256_before", "already_applied")
+
+
+def _calm(text: str) -> str:
+    return _MEASURED.sub("<measured>", run_neutral(text))
+
+
 def final_slots(events: list[DomainEvent], neutral: bool = False) -> dict[str, str]:
-    """Each slot's last content hash. `neutral`: a slot whose content names a drawn id or
-    a time (a per-run report's path, a task packet's id) is hashed without them, so a
-    replay, a run of its own, compares equal when all else is."""
+    """Each slot's last content hash. `neutral`: a slot whose content names a drawn id, a
+    time or a measured duration (a per-run report's path, a task packet's id, an eval's
+    latencies) is hashed without them, so a replay, a run of its own, compares equal when
+    all else is; and a file written from a slot's text (its receipt names the text's
+    sha256) compares as that text does."""
     hashes = {e.slot: e.sha256 for e in events if isinstance(e, SlotWritten)}
     if not neutral:
         return hashes
     receipts = {e.receipt_id: e.output for e in events if isinstance(e, ReceiptIssued)}
+
+    def calmed_hash(text: str) -> str:
+        return "neutral:" + hashlib.sha256(_calm(text).encode()).hexdigest()
+
+    # The texts slots held, by their sha256: what a write-file step's record names.
+    written = {
+        e.sha256: calmed_hash(e.text)
+        for e in events
+        if isinstance(e, SlotWritten) and e.text is not None and _calm(e.text) != e.text
+    }
     for e in events:
         if not isinstance(e, SlotWritten):
             continue
         content = e.text if e.text is not None else receipts.get(e.receipt_id or "")
+        record = _as_record(content)
+        if isinstance(record, dict) and "path" in record and "sha256" in record:
+            # A file written: what it held before is the workspace the replay was given
+            # (a scratch copy), not what the run made.
+            content = {k: v for k, v in record.items() if k not in _WORKSPACE_STATE}
+            if record["sha256"] in written:  # from a calmed text: its hash and size are its
+                content |= {"sha256": written[record["sha256"]], "bytes": None}
         shown = content if isinstance(content, str) else json.dumps(content, sort_keys=True)
-        calmed = run_neutral(shown)
-        if calmed != shown:
+        calmed = _calm(shown)
+        if calmed != shown or record is not content:
             hashes[e.slot] = "neutral:" + hashlib.sha256(calmed.encode()).hexdigest()
     return hashes
+
+
+def _as_record(content: Any) -> Any:
+    """A write-file step's slot text is its record as JSON: read back as the record."""
+    if isinstance(content, str) and content.startswith("{") and '"sha256"' in content:
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
 
 
 def dod_verdicts(events: list[DomainEvent]) -> dict[int, bool]:
@@ -219,21 +277,67 @@ def _step_of(miss: RequestMiss, replay_events: list[DomainEvent], source: list[D
     return f"({miss.agent_archetype}/{miss.prompt_type})"
 
 
+def _eval_forks(events: list[DomainEvent]) -> list[str]:
+    """The forks an eval ran (each named before its first event)."""
+    return list(dict.fromkeys(e.fork_run_id for e in events if isinstance(e, EvalForkStarted)))
+
+
+def _eval_sources(events: list[DomainEvent]) -> list[str]:
+    """The runs an eval was given to fork (none for any other run)."""
+    started = events[0]
+    assert isinstance(started, RunStarted)
+    if not any(isinstance(s, EvalForksStep) for s in Recipe.model_validate(started.recipe).steps):
+        return []
+    return [str(source) for source in started.task.args.get("sources") or []]
+
+
+def _copy_runs(source: EventStore, target: EventStore, run_ids: list[str]) -> None:
+    """Each run's stream, and the prompt texts its requests refer to, written into
+    `target` as recorded."""
+    for run_id in run_ids:
+        events = source.stream(run_id)
+        digests = [
+            d for e in events if isinstance(e, ModelRequestRecorded) for d in referred_texts(e.body)
+        ]
+        for digest, text in source.texts(list(dict.fromkeys(digests))).items():
+            if not target.texts([digest]):
+                target.save(StoredText.of(events[0].timestamp, text))
+        if events:
+            target.put_recorded(events)
+
+
+def _tree_summary(store: EventStore, root: Run) -> list[str]:
+    """The runs below `root`, in the order they started: each "recipe status"."""
+    return [
+        f"{run.recipe.recipe_id if run.recipe else '?'} {run.status}"
+        for run in list(tree_runs(store, root))[1:]
+    ]
+
+
 async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
-    """Replay `run_id` in `scratch` (a folder that must not exist yet) and compare."""
+    """Replay `run_id` in `scratch` (a folder that must not exist yet) and compare. A run
+    that started child runs is replayed with its tree: each child runs again in the
+    replay, its requests answered from the child's own recorded replies."""
     events = ctx.store.stream(run_id)
     if not events or not isinstance(events[0], RunStarted):
         raise RunNotFoundError(run_id)
     started = events[0]
     source_run = ctx.store.load(Run, run_id)
     assert source_run is not None
-    notes = scratch_copy(ctx.workspace.root, scratch, events)
+    if source_run.origin.kind == "parent_step":
+        raise BadInputError(
+            f"{run_id} is a child run of {source_run.origin.root_run_id}: replay its root, "
+            "which replays the whole tree"
+        )
+    recorded = [run.id for run in tree_runs(ctx.store, source_run)] + _eval_forks(events)
+    tree_events = [e for run in recorded for e in ctx.store.stream(run)]
+    notes = scratch_copy(ctx.workspace.root, scratch, tree_events)
 
-    recording = Recording(recorded_replies(events))
+    recording = Recording(recorded_replies(tree_events))
     source_bodies = RunService(ctx)
     recording.neutral = {
         neutral_key(source_bodies.request_body(e)): e.ref
-        for e in events
+        for e in tree_events
         if isinstance(e, ModelRequestRecorded)
     }
     config = load_models_config(scratch)
@@ -247,6 +351,8 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
     )
     replay_ctx = Context.open(scratch, store=store, agents=agents, settings=ctx.settings)
     try:
+        # An eval forks runs of its store: the replay's store gets them as recorded.
+        _copy_runs(ctx.store, store, _eval_sources(events))
         service = RunService(replay_ctx)
         request = RunRequest(
             started.recipe_id,
@@ -257,7 +363,12 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
             origin=RunOrigin(kind="user", via="replay-test"),
         )
         replayed = await service.execute(service.start(request))
+        if replayed.awaiting.get("kind") == "child_runs":
+            # The children start and end through the tracked policies, as under `run`.
+            followers = Followers(replay_ctx.store, exporters=[])
+            replayed = await drive_tree(replay_ctx, replayed, followers, process_owner())
         replay_events = replay_ctx.store.stream(replayed.id)
+        replay_tree = _tree_summary(replay_ctx.store, replayed)
     finally:
         replay_ctx.close()
 
@@ -268,6 +379,8 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
         status=str(source_run.status),
         replay_status=str(replayed.status),
         answered=recording.answered,
+        tree=_tree_summary(ctx.store, source_run),
+        replay_tree=replay_tree,
         notes=notes
         + (
             [

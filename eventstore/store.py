@@ -286,6 +286,11 @@ class EventStore(Application[str]):
                         self.save(text)
         self._stored_texts.update(digest for digest, _, _ in wanted)
 
+    def put_recorded(self, events: Sequence[DomainEvent]) -> None:
+        """Events recorded in another store, written here as they are (ids, versions, times
+        and hashes kept): a replay's copy of the runs an eval it replays forks."""
+        self._announce(self._put(list(events), None), None)
+
     def _holds_text(self, digest: str) -> bool:
         return bool(self.recorder.select_events(text_id(digest), limit=1))
 

@@ -148,17 +148,13 @@ def test_replay_test_on_the_command_line_passes_then_fails_once_a_prompt_changes
     assert miss["step"] == "polish" and miss["recorded_ref"] != miss["new_ref"]
 
 
-#: Recipes whose steps start other runs (child runs, an eval's forks): a replay answers the
-#: recipe's own run from its recording, not the runs it starts (a documented limit).
-COMPOSITE_KINDS = {"child_run", "eval_forks"}
-
-
 @pytest.mark.long
 @pytest.mark.timeout(600)
 def test_a_run_of_every_bundled_recipe_replays_to_the_same_slots(workspace: Path) -> None:
-    """Every bundled recipe that runs on the example without args (loops and per-run
-    report paths included) is recorded, then replayed from its own recording before the
-    next one changes the workspace: each passes."""
+    """Every bundled recipe that runs on the example without args (loops, per-run report
+    paths and trees of child runs included) is recorded, then replayed from its own
+    recording before the next one changes the workspace: each passes. The eval, which
+    needs runs to fork, is replayed over a run recorded here."""
     from tests.bundled import RECIPES_DIR
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -169,9 +165,7 @@ def test_a_run_of_every_bundled_recipe_replays_to_the_same_slots(workspace: Path
 
     replayed: dict[str, dict[str, object]] = {}
     for path in sorted(RECIPES_DIR.glob("*.json")):
-        data = json.loads(path.read_text())
-        kinds = {s.get("kind") for s in data.get("phase_b", []) if isinstance(s, dict)}
-        if path.name == "schema.json" or kinds & COMPOSITE_KINDS:
+        if path.name == "schema.json":
             continue
         ran = cli("run", path.stem, "-q", "--json")
         if ran.returncode == 64:  # needs args (a scene) or a capability: not run
@@ -181,6 +175,30 @@ def test_a_run_of_every_bundled_recipe_replays_to_the_same_slots(workspace: Path
         replayed[path.stem] = json.loads(replay.stdout)["runs"][0]
         for scene in (workspace / "Story" / "Scenes").glob("SCN-04-*"):
             scene.unlink()  # a drafted scene: the next drafting recipe needs the slot free
-    assert {"creative_draft_scene", "loop_style_tune_up", "loop_post_mortem"} <= set(replayed)
+    template = workspace / "polish.md"
+    template.write_text(
+        (BUNDLED_DIR / "templates" / "polish_draft.t3.md").read_text() + "Be brief.\n"
+    )
+    evaluated = cli(
+        "eval", "--prompt-file", f"polish_draft={template}", "--recipe", "creative_draft_scene",
+        "--last", "1", "-q", "--json",
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    eval_id = json.loads(evaluated.stdout)["run_id"]
+    replay = cli("replay-test", eval_id, "--json")
+    replayed["eval"] = json.loads(replay.stdout)["runs"][0]
+    assert replayed["eval"]["answered_from_recording"] > 0
+    assert {
+        "creative_draft_scene", "loop_style_tune_up", "loop_post_mortem", "chapter_revision",
+        "manuscript_revision", "eval",
+    } <= set(replayed)  # fmt: skip
+    tree = replayed["manuscript_revision"]["child_runs"]
+    assert tree["recorded"] and tree["recorded"] == tree["replayed"]
+    # A child run is replayed through its root, which replays the whole tree.
+    root = json.loads(cli("show", replayed["manuscript_revision"]["run_id"], "--json").stdout)
+    child = root["children"][0]["run_id"]
+    refused = cli("replay-test", child)
+    assert refused.returncode == 64, refused.stdout + refused.stderr
+    assert "replay its root" in refused.stderr
     failing = {name: r for name, r in replayed.items() if not r["passed"]}
     assert not failing, json.dumps(failing, indent=1)[:4000]
