@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlroom.domain.canonical import sha256_json
-from controlroom.domain.errors import ControlRoomError
+from controlroom.domain.errors import ControlRoomError, ModelCallError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.run_events import (
     AgentReplyRejected,
@@ -52,6 +52,8 @@ class RecordedReply:
     #: None when the event did not keep the reply whole (it cannot be given again).
     text: str | None
     usage: TokenUsage
+    #: A failed attempt, given again as the same failure: (kind, HTTP status, message).
+    failure: tuple[str, int | None, str] | None = None
 
 
 def _reply_text(event: DomainEvent) -> str | None:
@@ -82,11 +84,17 @@ def recorded_replies(events: Iterable[DomainEvent]) -> dict[str, list[RecordedRe
     replies: dict[str, list[RecordedReply]] = {}
     for event in events:
         ref = getattr(event, "request_ref", None)
-        if not isinstance(ref, str) or isinstance(event, ModelAttemptFailed):
-            continue  # a failed attempt has no reply to give
-        reply = RecordedReply(_reply_text(event), _usage(event))
+        if not isinstance(ref, str):
+            continue
         known = replies.setdefault(ref, [])
-        if not known or known[-1].text != reply.text:
+        if isinstance(event, ModelAttemptFailed):
+            # A failed attempt fails again in the replay: the retries, the escalation
+            # ladder and the person it reached are replayed as they happened.
+            failure = (event.kind, event.status, event.message)
+            known.append(RecordedReply(None, TokenUsage(), failure))
+            continue
+        reply = RecordedReply(_reply_text(event), _usage(event))
+        if not known or known[-1].text != reply.text or known[-1].failure is not None:
             known.append(reply)
     return replies
 
@@ -165,7 +173,7 @@ class ReplayClient:
             reply = self._recording.answer(recorded_as)
             if reply is not None:
                 self._recording.answered_neutral += 1
-        if reply is None or reply.text is None:
+        if reply is None or (reply.text is None and reply.failure is None):
             if reply is None:
                 reason = "not in the recording"
                 if self._shaper_problem:
@@ -180,6 +188,12 @@ class ReplayClient:
                 f"is {reason}"
             )
         self._recording.answered += 1
+        if reply.failure is not None:
+            kind, status, message = reply.failure
+            failed = ModelCallError(kind, "", status)
+            failed.args = (message,)  # told as it was: a later prompt may quote it
+            raise failed
+        assert reply.text is not None  # a reply not kept whole is a miss (above)
         if on_text is not None:
             on_text(reply.text)
         return ModelResponse(text=reply.text, usage=reply.usage)

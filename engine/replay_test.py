@@ -30,6 +30,7 @@ from controlroom.domain.run_events import (
     AgentResponded,
     DodChecked,
     FileWritten,
+    HumanAnswered,
     ModelAttemptFailed,
     ModelRequestRecorded,
     ReceiptIssued,
@@ -363,6 +364,20 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
             origin=RunOrigin(kind="user", via="replay-test"),
         )
         replayed = await service.execute(service.start(request))
+        # A person's answers, as recorded, each given when the replay waits for one.
+        for answered in [e for e in events if isinstance(e, HumanAnswered)]:
+            if replayed.awaiting.get("kind") != "person" or replayed.waiting_on is None:
+                break
+            if not replayed.answer(
+                replay_ctx.clock.now(),
+                replayed.waiting_on,
+                answered.resolution,
+                answered.by,
+                model=answered.model,
+            ):
+                break
+            service.ctx.store.save(replayed)
+            replayed = await service.execute(replayed)
         if replayed.awaiting.get("kind") == "child_runs":
             # The children start and end through the tracked policies, as under `run`.
             followers = Followers(replay_ctx.store, exporters=[])

@@ -106,6 +106,13 @@ def test_a_failing_writer_climbs_every_rung_waits_exit_3_and_an_answer_finishes_
     assert (ws / "Story" / "Scenes" / "SCN-04-the-reckoning.md").exists()
     again = cli("issues", "answer", issue.originator_id, "twice", "-w", str(ws))
     assert again.returncode == 64 and "closed" in again.stderr
+    # Replayed as it happened: the failed attempts fail again, the ladder climbs the same
+    # rungs, and the person's recorded answer is given when the replay waits for it.
+    (scene := ws / "Story" / "Scenes" / "SCN-04-the-reckoning.md").unlink()
+    replayed = cli("replay-test", run.stdout.split(":")[0], "--json", "-w", str(ws))
+    report = json.loads(replayed.stdout)["runs"][0]
+    assert replayed.returncode == 0 and report["passed"], json.dumps(report)[:3000]
+    assert not scene.exists()  # the replay ran in a scratch copy
 
 
 def test_models_check_and_recipes_show_print_the_ladder(tmp_path: Path) -> None:
