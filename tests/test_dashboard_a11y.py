@@ -108,6 +108,7 @@ def test_the_run_page_is_worked_from_the_keyboard(workspace: Path, browser: Any)
             assert page.evaluate("() => document.activeElement.id") == "view"
             assert page.evaluate("() => location.hash") == f"#/runs/{run_id}"
 
+            page.wait_for_selector("li.step")  # the timeline, from the run's own feed
             steps = page.eval_on_selector_all("li.step", "r => r.map(x => x.dataset.instance)")
             page.focus(f'li.step[data-instance="{steps[0]}"]')
             page.keyboard.press("Space")

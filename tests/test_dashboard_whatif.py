@@ -130,9 +130,12 @@ def test_any_two_runs_compare_by_id_with_their_texts_in_full(
         page = seen.open(f"/#/runs/{first}")
         page.wait_for_selector("#compare-id")
         page.fill("#compare-id", other)
-        page.click("#compare-form button")
-        page.wait_for_selector("#diff-recipes-differ")
-        page.wait_for_selector("#diff-steps tbody tr")
+        page.press("#compare-id", "Enter")
+        page.wait_for_function("(id) => location.hash === `#/diff/${id}`", arg=f"{first}/{other}")
+        # The comparison, or the error the page shows instead (named in the failure).
+        page.wait_for_selector("#diff-steps tbody tr, #view .error")
+        assert page.query_selector("#view .error") is None, page.inner_text("#view .error")
+        assert page.query_selector("#diff-recipes-differ") is not None
         names = page.eval_on_selector_all(
             "#diff-slot-b option", "options => options.map(o => o.value)"
         )
