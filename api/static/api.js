@@ -58,19 +58,22 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   return parsed;
 }
 
-let openapiPaths = null;
+let openapiPaths = null; // one read of the document, shared by every caller
 
 // Which operations this server offers (an action is shown only when it exists).
 export async function offers(path, method) {
   if (openapiPaths === null) {
-    try {
-      openapiPaths = (await api("/openapi.json")).paths || {};
-    } catch (error) {
-      if (error instanceof Unauthorized) throw error;
-      openapiPaths = {};
-    }
+    openapiPaths = api("/openapi.json").then(
+      (document) => document.paths || {},
+      (error) => {
+        openapiPaths = null;
+        if (error instanceof Unauthorized) throw error;
+        return {};
+      },
+    );
   }
-  return Boolean(openapiPaths[path] && openapiPaths[path][method]);
+  const paths = await openapiPaths;
+  return Boolean(paths[path] && paths[path][method]);
 }
 
 // A live SSE feed. `onEvent(message)` gets each stored event (parsed `data`, with `id` the

@@ -146,16 +146,27 @@ export function showAudit(node, base) {
     update();
   });
   node.addEventListener("version", (event) => {
-    slider.max = String(event.detail);
+    // The run page sends its version with the step ends it has folded; a bare version
+    // (another page) has the step ends read from the audit trail.
+    const given = typeof event.detail === "object" ? event.detail : { version: event.detail };
+    if (given.stops) {
+      stops = given.stops;
+      totalSteps = given.totalSteps || 0;
+      stopsUpTo = given.version;
+    }
+    slider.max = String(given.version);
     if (following) {
-      slider.value = String(event.detail);
+      slider.value = String(given.version);
       update();
     } else {
       label.textContent = `${slider.value} of ${slider.max}`;
+      showStep();
     }
-    // The run grew: read its step ends again once its events stop arriving in a burst.
-    clearTimeout(stopsTimer);
-    stopsTimer = setTimeout(loadStops, 300);
+    if (!given.stops) {
+      // The run grew: read its step ends again once its events stop arriving in a burst.
+      clearTimeout(stopsTimer);
+      stopsTimer = setTimeout(loadStops, 300);
+    }
   });
 }
 

@@ -101,12 +101,20 @@ export async function showRun(root, runId) {
   });
 
   let versionShown = 0;
+  const stepStops = []; // where each step instance ended, for the audit view
+  let stopsFolded = 0;
   function render() {
     frame = null;
     if (run.lastVersion !== versionShown) {
       versionShown = run.lastVersion;
       root.dataset.version = String(versionShown);
-      audit.dispatchEvent(new CustomEvent("version", { detail: versionShown }));
+      // The audit view's step stops come from this page's own events: no second read.
+      for (let i = stopsFolded; i < run.events.length; i++) {
+        const e = run.events[i];
+        if (e.type === "StepCompleted" || e.type === "StepFailed") stepStops.push({ version: e.version, number: e.data.step_index + 1, instance: e.data.instance_id || e.data.step_id, failed: e.type === "StepFailed" });
+      }
+      stopsFolded = run.events.length;
+      audit.dispatchEvent(new CustomEvent("version", { detail: { version: versionShown, stops: stepStops, totalSteps: run.totalSteps } }));
     }
     renderHeader();
     renderTimeline();
