@@ -14,7 +14,7 @@ the text sent.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -35,7 +35,7 @@ from controlroom.projections.analytics_query import (
     AnalyticsResult,
     QueryLimits,
 )
-from controlroom.projections.analytics_sql import REPORTS, ranged_sql
+from controlroom.projections.analytics_sql import REPORTS, parse_instant, ranged_sql
 
 
 class AnalyticsQueryBody(BaseModel):
@@ -86,21 +86,10 @@ def list_reports(request: Request) -> JSONResponse:
     )
 
 
-def parse_instant(text: str, field: str, *, end: bool = False) -> datetime:
-    """An ISO 8601 date or date-time as UTC: one without an offset is read as UTC. A date
-    alone is its day's start, or, for the end of a range (`end`), the next day's start: the
-    day named is included."""
-    raw = text.strip()
+def _instant(text: str, field: str, *, end: bool = False) -> datetime:
     try:
-        if len(raw) == 10:  # a date alone: YYYY-MM-DD
-            day = date.fromisoformat(raw)
-            at = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            if not end:
-                return at
-            return at + timedelta(days=1) if day < date.max else datetime.max.replace(tzinfo=UTC)
-        parsed = datetime.fromisoformat(raw)
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-    except (ValueError, OverflowError):
+        return parse_instant(text, end=end)
+    except ValueError:
         raise HttpError(
             400,
             "bad_time",
@@ -113,8 +102,8 @@ def parse_instant(text: str, field: str, *, end: bool = False) -> datetime:
 def _time_range(request: Request) -> tuple[datetime | None, datetime | None]:
     since_text = request.query_params.get("since") or None
     until_text = request.query_params.get("until") or None
-    since = parse_instant(since_text, "since") if since_text is not None else None
-    until = parse_instant(until_text, "until", end=True) if until_text is not None else None
+    since = _instant(since_text, "since") if since_text is not None else None
+    until = _instant(until_text, "until", end=True) if until_text is not None else None
     if since is not None and until is not None and since > until:
         raise HttpError(400, "bad_time", "since must not be after until", "since")
     return since, until

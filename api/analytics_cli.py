@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -29,7 +30,7 @@ from controlroom.projections.analytics_query import (
     AnalyticsResult,
     QueryLimits,
 )
-from controlroom.projections.analytics_sql import REPORTS, TABLE_NAMES, VIEW_NAMES
+from controlroom.projections.analytics_sql import REPORTS, TABLE_NAMES, VIEW_NAMES, parse_instant
 
 ACTIONS = ("shell", "report", "export", "status", "rebuild")
 MAX_CELL = 60
@@ -41,6 +42,11 @@ def run_analytics(ctx: Context, ns: argparse.Namespace) -> int:
         raise BadInputError("give the SQL as one argument (quote it)")
     if ns.csv and ns.json:
         raise BadInputError("choose one of --json and --csv")
+    if (ns.since or ns.until) and not (what == "report" and ns.name):
+        raise BadInputError(
+            "--since and --until restrict a report: analytics report NAME --since …"
+        )
+    since, until = _time_range(ns)  # a bad time is refused before anything is read
     limits = _limits(ns)
     with AnalyticsProjection.for_workspace(
         ctx.store, ctx.workspace.root, ctx.settings.analytics
@@ -69,13 +75,30 @@ def run_analytics(ctx: Context, ns: argparse.Namespace) -> int:
         if what == "report":
             if ns.name is None:
                 return _list_reports(ns.json)
-            result = analytics.report(ns.name, limits)
+            result = analytics.report(ns.name, limits, since, until)
         elif what == "shell":
             return _shell(analytics, limits, ns, sys.stdin, sys.stdout)
         else:
             result = analytics.query(what, limits)
     _print(result, ns, sys.stdout)
     return 0
+
+
+def _time_range(ns: argparse.Namespace) -> tuple[datetime | None, datetime | None]:
+    """`--since` and `--until` as UTC instants (as `GET /api/analytics/reports/{name}`)."""
+    found: list[datetime | None] = []
+    for flag, text, end in (("--since", ns.since, False), ("--until", ns.until, True)):
+        try:
+            found.append(parse_instant(text, end=end) if text else None)
+        except ValueError:
+            raise BadInputError(
+                f"{flag} must be an ISO 8601 date or date-time (e.g. 2026-01-31 or "
+                f"2026-01-31T09:30:00Z), not {text!r}"
+            ) from None
+    since, until = found
+    if since is not None and until is not None and since > until:
+        raise BadInputError("--since must not be after --until")
+    return since, until
 
 
 def _limits(ns: argparse.Namespace) -> QueryLimits:

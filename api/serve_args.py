@@ -58,6 +58,12 @@ def add_analytics(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--parquet", metavar="DIR", help="export every table and view to DIR")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per query (default 10)")
     p.add_argument("--max-rows", type=int, default=10_000, help="rows shown (default 10000)")
+    p.add_argument(
+        "--since", metavar="WHEN", help="a report over runs started from WHEN (ISO 8601, UTC)"
+    )
+    p.add_argument(
+        "--until", metavar="WHEN", help="... and before WHEN (a date alone: that day included)"
+    )
     p.set_defaults(func=Command("controlroom.api.serve_cli", "cmd_analytics"))
 
 

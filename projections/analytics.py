@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Final, Self, TypeVar
@@ -74,6 +75,7 @@ from controlroom.projections.analytics_sql import (
     VIEW_NAMES,
     VIEWS,
     parse,
+    ranged_sql,
 )
 from controlroom.projections.analytics_staging import (
     drop_payloads,
@@ -218,11 +220,20 @@ class AnalyticsProjection:
         """The server's requests whose DuckDB query has started."""
         return self._pool.running
 
-    def report(self, name: str, limits: QueryLimits | None = None) -> AnalyticsResult:
+    def report(
+        self,
+        name: str,
+        limits: QueryLimits | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> AnalyticsResult:
+        """A built-in report, over what happened from `since` to `until` when given."""
         found = REPORTS.get(name)
         if found is None:
             raise BadInputError(f"unknown report '{name}'; known: {', '.join(REPORTS)}")
-        return self.query(found.sql, limits)
+        if (since is not None or until is not None) and not found.time_range:
+            raise BadInputError(f"the report '{name}' cannot be restricted to a time range")
+        return self.query(ranged_sql(found, since, until), limits)
 
     def export_parquet(self, folder: Path) -> list[Path]:
         """Every table and view as `<name>.parquet` in `folder` (created when missing)."""

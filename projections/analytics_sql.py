@@ -10,7 +10,7 @@ never disagree, and nothing is ever updated in place.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Final, NamedTuple
 
 #: Bump when a table, a view or a load changes: the file is then rebuilt from zero.
@@ -919,6 +919,24 @@ def _literal(at: datetime) -> str:
     if at.tzinfo is not None:
         at = at.astimezone(UTC).replace(tzinfo=None)
     return f"TIMESTAMP '{at.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+def parse_instant(text: str, *, end: bool = False) -> datetime:
+    """An ISO 8601 date or date-time as UTC: one without an offset is read as UTC. A date
+    alone is its day's start, or, for the end of a range (`end`), the next day's start: the
+    day named is included. ValueError for anything else."""
+    raw = text.strip()
+    try:
+        if len(raw) == 10:  # a date alone: YYYY-MM-DD
+            day = date.fromisoformat(raw)
+            at = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            if not end:
+                return at
+            return at + timedelta(days=1) if day < date.max else datetime.max.replace(tzinfo=UTC)
+        parsed = datetime.fromisoformat(raw)
+    except OverflowError as exc:
+        raise ValueError(str(exc)) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def ranged_sql(report: Report, since: datetime | None, until: datetime | None) -> str:

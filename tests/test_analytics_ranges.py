@@ -8,6 +8,7 @@ two query parameters, an unreadable time a 400 that says what it wants.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -181,3 +182,32 @@ def test_reports_over_http_take_a_time_range(recorded: tuple[Path, datetime]) ->
         assert {"since", "until"} <= {p["name"] for p in parameters}
         summary = document["components"]["schemas"]["ReportSummary"]
         assert {"figure", "time_range"} <= set(summary["properties"])
+
+
+@pytest.mark.e2e
+def test_the_cli_takes_the_same_range(recorded: tuple[Path, datetime]) -> None:
+    from tests.test_cli_e2e import cli
+
+    ws, _ = recorded
+    whole = cli("analytics", "report", "run_outcomes", "-w", str(ws), "--json")
+    assert whole.returncode == 0, whole.stderr
+    assert json.loads(whole.stdout)["row_count"] > 0
+    later = cli(
+        "analytics", "report", "run_outcomes", "-w", str(ws), "--json", "--since", "2999-01-01"
+    )
+    assert later.returncode == 0, later.stderr
+    assert json.loads(later.stdout)["row_count"] == 0
+    held = cli(
+        "analytics", "report", "run_outcomes", "-w", str(ws), "--json",
+        "--since", "2000-01-01", "--until", "2999-12-31",
+    )  # fmt: skip
+    assert json.loads(held.stdout)["rows"] == json.loads(whole.stdout)["rows"]
+    bad = cli("analytics", "report", "run_outcomes", "-w", str(ws), "--since", "yesterday")
+    assert bad.returncode == 64 and "ISO 8601" in bad.stderr
+    backwards = cli(
+        "analytics", "report", "run_outcomes", "-w", str(ws),
+        "--since", "2026-02-01", "--until", "2026-01-01",
+    )  # fmt: skip
+    assert backwards.returncode == 64 and "after --until" in backwards.stderr
+    misplaced = cli("analytics", "SELECT 1", "-w", str(ws), "--since", "2026-01-01")
+    assert misplaced.returncode == 64 and "restrict a report" in misplaced.stderr
