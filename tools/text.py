@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-import blingfire
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -158,6 +157,9 @@ def split_sentences(text: str) -> list[tuple[int, str]]:
     """(offset, sentence) pairs of one unwrapped paragraph."""
     if not text.strip():
         return []
+    # blingfire (with numpy, ~80 ms) is imported by the first text split, not at start-up.
+    import blingfire
+
     pieces = [p for p in blingfire.text_to_sentences(text).split("\n") if p.strip()]
     merged: list[str] = []
     for piece in pieces:
