@@ -21,7 +21,7 @@ from controlroom.api.errors import HttpError
 from controlroom.api.run_text import not_advancing
 from controlroom.domain.errors import RunNotFoundError
 from controlroom.projections.models import LoopView
-from controlroom.projections.run_tree import eval_totals, family_totals, own_tokens, tree_totals
+from controlroom.projections.run_tree import own_tokens, rollups
 from controlroom.projections.run_view import RunView
 
 Shown = Literal[
@@ -215,12 +215,11 @@ def get_run_state(request: Request) -> JSONResponse:
     queries = request.app.state.server.read_views().query
     run_id = request.path_params["run_id"]
     state = run_state(queries.view(run_id))
-    rollups = {
-        "tree": tree_totals(queries.state_of, run_id) if state.children else None,
-        "family": (
-            family_totals(queries.state_of, run_id) if state.forked_from or state.forks else None
-        ),
-        "eval": eval_totals(queries.state_of, run_id) if state.eval_forks else None,
+    lists = {
+        "children": state.children,
+        "forked_from": state.forked_from,
+        "forks": state.forks,
+        "eval_forks": state.eval_forks,
     }
-    state = state.model_copy(update={k: v for k, v in rollups.items() if v is not None})
+    state = state.model_copy(update=rollups(lists, queries.state_of, run_id))
     return JSONResponse(state.model_dump(mode="json"))

@@ -8,7 +8,7 @@ read (projections/queries.py) walk the runs view's states with it alike."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: A tree is walked at most this far (runs): one step starts at most 50 children, and a
@@ -154,11 +154,10 @@ def eval_totals(state_of: StateOf, run_id: str) -> dict[str, Any] | None:
     return totals
 
 
-def add_totals(view: dict[str, Any], state_of: StateOf, run_id: str) -> dict[str, Any]:
-    """The consolidated view with its rolled-up totals: `tree` with children, `family` for
-    a fork or a run forked from, `eval` for an eval that ran forks (each left out when it
-    does not apply)."""
-    rollups = {
+def rollups(view: Mapping[str, Any], state_of: StateOf, run_id: str) -> dict[str, Any]:
+    """The totals that apply to a run, by what its view lists: `tree` with children,
+    `family` for a fork or a run forked from, `eval` for an eval that ran forks."""
+    found = {
         "tree": tree_totals(state_of, run_id) if view.get("children") else None,
         "family": (
             family_totals(state_of, run_id)
@@ -167,5 +166,10 @@ def add_totals(view: dict[str, Any], state_of: StateOf, run_id: str) -> dict[str
         ),
         "eval": eval_totals(state_of, run_id) if view.get("eval_forks") else None,
     }
-    view.update((key, value) for key, value in rollups.items() if value is not None)
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def add_totals(view: dict[str, Any], state_of: StateOf, run_id: str) -> dict[str, Any]:
+    """The consolidated view with its rolled-up totals (`rollups`)."""
+    view.update(rollups(view, state_of, run_id))
     return view

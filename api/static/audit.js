@@ -39,8 +39,8 @@ export async function showVerified(node, base) {
 
 // The slider moves by version; "previous step" and "next step" move it to the version at
 // which a step instance ended (its StepCompleted, or its StepFailed), numbered from 1 as the
-// timeline numbers them. Those versions come from the run's stored events (its audit
-// trail), read again when the run has grown since they were last read.
+// timeline numbers them. The run page sends them with each version, from the events it
+// has folded: the view reads no trail of its own for them.
 export function showAudit(node, base) {
   const slider = h("input", { type: "range", min: 1, max: 1, value: 1, id: "audit-slider", "aria-label": "version" });
   const label = h("span", { id: "audit-label" }, "");
@@ -53,9 +53,6 @@ export function showAudit(node, base) {
   let asked = 0;
   let stops = []; // {version, number, instance, failed}: where each step instance ended
   let totalSteps = 0;
-  let stopsUpTo = 0; // the last version the stops were read from
-  let stopsTimer = null;
-  let stopsLoading = null;
   replace(
     node,
     h("div", { class: "slider" }, h("label", {}, "As of version ", slider), " ", label),
@@ -76,34 +73,6 @@ export function showAudit(node, base) {
     }
   }
 
-  // The versions at which the run's steps ended, from its events up to the last version.
-  function loadStops() {
-    if (stopsLoading) return stopsLoading;
-    const upTo = Number(slider.max);
-    let read = false;
-    stopsLoading = api(`${base}/audit`)
-      .then((trail) => {
-        read = true;
-        const started = trail.events.find((e) => e.type === "RunStarted");
-        totalSteps = started && started.data ? started.data.total_steps || 0 : 0;
-        stops = trail.events
-          .filter((e) => e.type === "StepCompleted" || e.type === "StepFailed")
-          .map((e) => ({ version: e.version, number: e.data.step_index + 1, instance: e.data.instance_id || e.data.step_id, failed: e.type === "StepFailed" }));
-        stopsUpTo = Math.max(upTo, trail.events.length ? trail.events[trail.events.length - 1].version : 0);
-        showStep();
-      })
-      .catch(() => {}) // the slider still works by version; the buttons wait for the next try
-      .finally(() => {
-        stopsLoading = null;
-        // Versions that came while this read was under way are read on the next one.
-        if (read && stopsUpTo < Number(slider.max)) {
-          clearTimeout(stopsTimer);
-          stopsTimer = setTimeout(loadStops, 300);
-        }
-      });
-    return stopsLoading;
-  }
-
   function showStep() {
     const version = Number(slider.value);
     const done = stops.filter((s) => s.version <= version);
@@ -122,8 +91,7 @@ export function showAudit(node, base) {
     next.disabled = !stops.some((s) => s.version > version);
   }
 
-  async function move(forward) {
-    if (stopsUpTo < Number(slider.max)) await loadStops();
+  function move(forward) {
     const version = Number(slider.value);
     const target = forward ? stops.find((s) => s.version > version) : [...stops].reverse().find((s) => s.version < version);
     if (!target) return;
@@ -146,26 +114,15 @@ export function showAudit(node, base) {
     update();
   });
   node.addEventListener("version", (event) => {
-    // The run page sends its version with the step ends it has folded; a bare version
-    // (another page) has the step ends read from the audit trail.
-    const given = typeof event.detail === "object" ? event.detail : { version: event.detail };
-    if (given.stops) {
-      stops = given.stops;
-      totalSteps = given.totalSteps || 0;
-      stopsUpTo = given.version;
-    }
-    slider.max = String(given.version);
+    // {version, stops, totalSteps}: the run's last version and where its steps ended.
+    ({ stops, totalSteps } = event.detail);
+    slider.max = String(event.detail.version);
     if (following) {
-      slider.value = String(given.version);
+      slider.value = String(event.detail.version);
       update();
     } else {
       label.textContent = `${slider.value} of ${slider.max}`;
       showStep();
-    }
-    if (!given.stops) {
-      // The run grew: read its step ends again once its events stop arriving in a burst.
-      clearTimeout(stopsTimer);
-      stopsTimer = setTimeout(loadStops, 300);
     }
   });
 }
