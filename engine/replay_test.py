@@ -23,7 +23,7 @@ from controlroom.domain.errors import BadInputError, RunNotFoundError
 from controlroom.domain.eval_step import EvalForksStep, EvalForkStarted
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.recipe import Recipe
-from controlroom.domain.run import Run
+from controlroom.domain.run import Run, RunStatus
 from controlroom.domain.run_events import (
     AgentMicroStepResponded,
     AgentReplyRejected,
@@ -35,6 +35,7 @@ from controlroom.domain.run_events import (
     ModelRequestRecorded,
     ReceiptIssued,
     RunOrigin,
+    RunRetried,
     RunStarted,
     SlotWritten,
     StepFailed,
@@ -307,12 +308,10 @@ def _copy_runs(source: EventStore, target: EventStore, run_ids: list[str]) -> No
             target.put_recorded(events)
 
 
-def _tree_summary(store: EventStore, root: Run) -> list[str]:
-    """The runs below `root`, in the order they started: each "recipe status"."""
-    return [
-        f"{run.recipe.recipe_id if run.recipe else '?'} {run.status}"
-        for run in list(tree_runs(store, root))[1:]
-    ]
+def _tree_summary(tree: list[Run]) -> list[str]:
+    """The runs below a tree's root (`tree_runs`, the root first), in the order they
+    started: each "recipe status"."""
+    return [f"{run.recipe.recipe_id if run.recipe else '?'} {run.status}" for run in tree[1:]]
 
 
 async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
@@ -330,7 +329,8 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
             f"{run_id} is a child run of {source_run.origin.root_run_id}: replay its root, "
             "which replays the whole tree"
         )
-    recorded = [run.id for run in tree_runs(ctx.store, source_run)] + _eval_forks(events)
+    source_tree = list(tree_runs(ctx.store, source_run))
+    recorded = [run.id for run in source_tree] + _eval_forks(events)
     tree_events = [e for run in recorded for e in ctx.store.stream(run)]
     notes = scratch_copy(ctx.workspace.root, scratch, tree_events)
 
@@ -364,26 +364,28 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
             origin=RunOrigin(kind="user", via="replay-test"),
         )
         replayed = await service.execute(service.start(request))
-        # A person's answers, as recorded, each given when the replay waits for one.
-        for answered in [e for e in events if isinstance(e, HumanAnswered)]:
-            if replayed.awaiting.get("kind") != "person" or replayed.waiting_on is None:
-                break
-            if not replayed.answer(
-                replay_ctx.clock.now(),
-                replayed.waiting_on,
-                answered.resolution,
-                answered.by,
-                model=answered.model,
-            ):
-                break
-            service.ctx.store.save(replayed)
+        # What people did to the run, as recorded and in order: each answer given when the
+        # replay waits for one, each retry made when the replay has failed where it had.
+        for done in [e for e in events if isinstance(e, HumanAnswered | RunRetried)]:
+            if isinstance(done, RunRetried):
+                if replayed.status != RunStatus.FAILED:
+                    break
+                replayed = service.retry(replayed.id, done.step_id)
+            else:
+                waiting = replayed.waiting_on
+                if replayed.awaiting.get("kind") != "person" or waiting is None:
+                    break
+                now = replay_ctx.clock.now()
+                if not replayed.answer(now, waiting, done.resolution, done.by, model=done.model):
+                    break
+                replay_ctx.store.save(replayed)
             replayed = await service.execute(replayed)
         if replayed.awaiting.get("kind") == "child_runs":
             # The children start and end through the tracked policies, as under `run`.
             followers = Followers(replay_ctx.store, exporters=[])
             replayed = await drive_tree(replay_ctx, replayed, followers, process_owner())
         replay_events = replay_ctx.store.stream(replayed.id)
-        replay_tree = _tree_summary(replay_ctx.store, replayed)
+        replay_tree = _tree_summary(list(tree_runs(replay_ctx.store, replayed)))
     finally:
         replay_ctx.close()
 
@@ -394,7 +396,7 @@ async def replay_test(ctx: Context, run_id: str, scratch: Path) -> ReplayReport:
         status=str(source_run.status),
         replay_status=str(replayed.status),
         answered=recording.answered,
-        tree=_tree_summary(ctx.store, source_run),
+        tree=_tree_summary(source_tree),
         replay_tree=replay_tree,
         notes=notes
         + (

@@ -30,6 +30,7 @@ from controlroom.domain.run_events import (
 )
 from controlroom.engine.context import Context
 from controlroom.engine.followers import Followers
+from controlroom.engine.replay_test import replay_test
 from controlroom.engine.service import RunRequest, RunService
 from tests.conftest import sent_bodies
 from tests.fake_llm import REPLY, Script, anthropic_app, openai_app, serve
@@ -201,6 +202,17 @@ def test_a_failed_run_is_retried_from_the_failed_step_and_the_retry_recorded(
         "write_scene",
     ]
     assert len(script.requests) == 4
+
+    # Replayed with the server gone: the three prose replies fail the contract again, the
+    # run fails where it had, is retried where it was, and ends as it did.
+    ctx = Context.open(workspace)
+    try:
+        report = asyncio.run(replay_test(ctx, run.id, workspace.parent / "replay"))
+    finally:
+        ctx.close()
+    assert report.passed, report.lines()
+    # Every recorded reply was given again (the rejected prose ones included), none asked.
+    assert report.answered == sum(1 for e in events if getattr(e, "request_ref", None))
 
 
 def test_a_server_that_refuses_structured_output_gets_the_contract_in_the_prompt_only(
