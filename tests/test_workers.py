@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from controlroom.domain.run_events import RunClaimed, StepCompleted
 from controlroom.engine.context import Context
+from tests.bundled import RECIPES_DIR
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
@@ -69,12 +71,21 @@ def wait_until(predicate: object, timeout: float = 45.0) -> None:
 def test_queued_runs_are_shared_and_a_killed_workers_runs_are_finished_by_another(
     workspace: Path,
 ) -> None:
-    queued = [
-        json.loads(
-            cli(workspace, "run", "Draft scene 4 from the outline", "--queue", "--json").stdout
-        )
-        for _ in range(4)
-    ]
+    # Four drafts of one scene would race for its file (the first to write it makes the
+    # others fail before their first model call): each run writes a draft of its own.
+    from bench.suite import drafts_apart
+
+    overrides = workspace / ".control-room" / "recipes"
+    overrides.mkdir(parents=True, exist_ok=True)
+    shutil.copy(RECIPES_DIR / "creative_draft_scene.json", overrides)
+    drafts_apart(workspace)
+
+    def queue(n: int) -> dict[str, str]:
+        args = ("Draft scene 4 from the outline", "--queue", "--json", "--arg", f"queued={n}")
+        queued_run: dict[str, str] = json.loads(cli(workspace, "run", *args).stdout)
+        return queued_run
+
+    queued = [queue(n) for n in range(4)]
     assert {q["status"] for q in queued} == {"queued"}
     first = worker(workspace, "--concurrency", "2")
     second: subprocess.Popen[str] | None = None
