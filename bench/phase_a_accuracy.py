@@ -4,7 +4,8 @@ Accuracy: each novel of `bench/corpus/` (a few chapters as published, laid out a
 would, each in its own layout, with canon cards written from the text) has a label file
 `bench/corpus/<novel>.json`: the contradictions to plant (file, exact text, replacement, the
 fact it breaks), the facts the unmodified text states (for coverage), and whether the novel
-was used to develop the tools (`dev`) or held out (`held_out`). Dorian Gray
+was used to develop the tools (`dev`), held out (`held_out`), or added blind (`blind`: written
+by someone who had not seen the rules, after the rules were frozen, measured once). Dorian Gray
 (`examples/dorian`, `bench/dorian_plants.json`) is reported apart: the tools were tuned on it.
 For each novel the `consistency_checker` runs over the chapters the file locator finds, on
 the unmodified copy and on a planted copy. A finding is true when it names a planted fact on
@@ -235,7 +236,7 @@ def report(selected: list[Novel], verbose: bool) -> None:
             for key in total:
                 into[key] += row[key]
         print()
-    for split_name in ("dev", "held_out", "tuned"):
+    for split_name in ("dev", "held_out", "blind", "tuned"):
         if split_name in by_split:
             table(f"== all {split_name} novels ==", by_split[split_name])
             print()

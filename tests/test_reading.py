@@ -253,3 +253,45 @@ def test_every_unmodified_novel_of_the_corpus_passes_the_whole_book_check() -> N
         ).output
         assert out["findings"] == [], labels.stem
         assert all(row["reason"] for row in out["unchecked"]), labels.stem
+
+
+def test_a_predicate_in_a_comma_list_shares_the_lists_subject() -> None:
+    text = (
+        "Mrs. Reed sat sewing. She was a woman of robust frame, square-shouldered and "
+        "strong-limbed, {}, and stout.\n"
+    )
+    assert conflicts(text.format("very tall"), REED) == ["Sarah Reed:height:tall"]
+    assert conflicts(text.format("not tall"), REED) == []
+    # The list's head is not a description of her: a verb of another clause, a name or a
+    # preposition in it stops the list.
+    for other in (
+        "Mrs. Reed sat sewing. She was looking at her brother, handsome and very tall.\n",
+        "Mrs. Reed sat sewing. She was a friend of Bessie, handsome and very tall.\n",
+        "Mrs. Reed sat sewing. She had a son, handsome and very tall.\n",
+    ):
+        assert conflicts(other, REED, BESSIE) == [], other
+
+
+def test_an_attributive_description_passes_the_phrases_other_adjectives() -> None:
+    tom = "# Tom Buchanan\n- **Pronouns:** he\n- **Hair:** straw\n- **Height:** short\n"
+    said = "Tom Buchanan came in. Now he was a sturdy {} man of thirty.\n"
+    assert conflicts(said.format("dark-haired"), tom) == ["Tom Buchanan:hair:dark-haired"]
+    assert conflicts(said.format("straw-haired"), tom) == []
+    assert conflicts("Tom Buchanan bowed, and his fine, tall gentleman's air...\n", tom) == []
+    said = "Tom Buchanan rose; the room saw his broad, tall figure.\n"
+    assert conflicts(said, tom) == ["Tom Buchanan:height:tall"]
+
+
+def test_a_given_name_inside_another_persons_name_is_not_a_mention() -> None:
+    john = "# John Reed\n- **Pronouns:** he\n- **Height:** short\n"
+    for text in (
+        "St. John stooped to examine my drawing. His tall figure sprang erect again.\n",
+        "It was John Rivers who came in. His tall figure was white with snow.\n",
+    ):
+        assert conflicts(text, john, narrator="Jane Eyre") == [], text
+    # A slip in the surname is still the same person, and emphasis marks are not letters.
+    cast = build_cast([parse_card("People/l.md", "# Lucy Westenra\n- **Pronouns:** she\n")])
+    assert [e for _, _, e in cast.mentions("_Letter, Lucy Westerna to Mina_.")] == [
+        "Lucy Westenra"
+    ]
+    assert [e for _, _, e in cast.mentions("_Lucy Westenra_")] == ["Lucy Westenra"]

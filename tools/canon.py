@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from functools import cached_property
 from typing import Literal
 
@@ -35,6 +36,12 @@ HONORIFICS: dict[str, Gender | None] = {
     "father": "he",
     "brother": "he",
     "uncle": "he",
+    "master": "he",
+    "monsieur": "he",
+    "signor": "he",
+    "herr": "he",
+    "reverend": "he",
+    "rev": "he",
     "mrs": "she",
     "miss": "she",
     "ms": "she",
@@ -51,6 +58,10 @@ HONORIFICS: dict[str, Gender | None] = {
     "madame": "she",
     "mme": "she",
     "mlle": "she",
+    "mademoiselle": "she",
+    "signora": "she",
+    "frau": "she",
+    "cousin": None,
     "dr": None,
     "doctor": None,
     "professor": None,
@@ -228,10 +239,37 @@ class Cast:
             at_start = match.start() <= lead
             if at_start and " " not in name and name.lower() in _EVERYDAY:
                 continue
+            if " " not in name and self._inside_other_name(text, match.start(), match.end()):
+                continue
             entity = canonical_name(self.owner, name)
             if entity is not None:
                 found.append((match.start(), match.end(), entity))
         return found
+
+    @cached_property
+    def _words_of(self) -> dict[str, frozenset[str]]:
+        """Each entity's name words, lower-cased: "lucy", "westenra"."""
+        words: dict[str, set[str]] = {}
+        for name, entity in self.owner.items():
+            words.setdefault(entity, set()).update(w.lower().strip(".") for w in name.split())
+        return {entity: frozenset(found) for entity, found in words.items()}
+
+    def _inside_other_name(self, text: str, start: int, end: int) -> bool:
+        """ "John" in "St. John Rivers" or "John Rivers" is another man than John Reed: a
+        one-word name after a saint's title, or before a capitalised word that is none of
+        its owner's names nor a slip of one ("Lucy Westerna" is still Lucy), belongs to a
+        longer name nobody in the cast goes by (the cast's own longer names match first)."""
+        if _SAINT.search(text, max(0, start - 8), start):
+            return True
+        after = _NEXT_CAPITALISED.match(text, end)
+        if after is None:
+            return False
+        entity = canonical_name(self.owner, text[start:end])
+        word = after.group(1).lower()
+        own = self._words_of.get(entity or "", frozenset())
+        return not any(
+            word == name or SequenceMatcher(None, word, name).ratio() >= _SLIP_RATIO for name in own
+        )
 
     def name_tokens(self) -> set[str]:
         """Single words that are part of some name, honorifics left out."""
@@ -275,6 +313,12 @@ def build_cast(cards: Sequence[CanonCard]) -> Cast:
     return Cast(owner, genders, _names_pattern(owner))
 
 
+#: How alike a word must be to one of a person's names to be read as a slip of it.
+_SLIP_RATIO = 0.75
+_SAINT = re.compile(r"(?:\bSt\.?|\bSaint)\s+$")
+_NEXT_CAPITALISED = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)([A-Z][a-z]+)")
+
+
 def _names_pattern(owner: dict[str, str]) -> re.Pattern[str] | None:
     """One pattern for every name, longest first; a phrase matches only whole ("the black
     tower"), its words separated by any run of spaces, and "the Count" also opens a
@@ -282,7 +326,11 @@ def _names_pattern(owner: dict[str, str]) -> re.Pattern[str] | None:
     names = sorted(owner, key=len, reverse=True)
     if not names:
         return None
-    return re.compile(r"(?<![\w-])(?:" + "|".join(_name_pattern(n) for n in names) + r")(?![\w-])")
+    # Markdown's emphasis underscores are not word characters here: "_Lucy Westenra to Mina
+    # Murray_" names both.
+    return re.compile(
+        r"(?<![^\W_])(?<!-)(?:" + "|".join(_name_pattern(n) for n in names) + r")(?![^\W_]|-)"
+    )
 
 
 def _name_pattern(name: str) -> str:

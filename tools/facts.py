@@ -70,6 +70,18 @@ _PERSON_NOUNS = frozenset(
     "creature youth lad lass maiden".split()
 )
 _OBJECT_PRONOUNS = frozenset("me him her us them".split())
+_ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
+#: Adjectives passed over inside "a sturdy straw-haired man".
+_ATTRIBUTIVE_ADJECTIVES_MAX = 2
+#: Words a walk back to a predicate's subject passes: "he was, and who … young man".
+_SUBJECT_WALK_WORDS = frozenset("who and young man woman to me".split())
+#: How many words a comma list of predicates may span back to its head.
+_LIST_WORDS_MAX = 10
+#: Words that show a comma list is not one subject's list of predicates.
+_LIST_STOPPERS = frozenset(
+    "he she i you they we it him her them me us his my your their who whom which that when "
+    "while as because though although but if had has have having said says whose".split()
+)
 _ALL_CUES = frozenset(cue for kind in KINDS for cue in kind.cues)
 #: How far back in its paragraph a pronoun looks for its one candidate: "the wretch ...
 #: His limbs were in proportion. Beautiful! Great God! His yellow skin ...; his hair".
@@ -224,7 +236,12 @@ class _Context:
                 if classes and owner and not negated:
                     out.append((owner, compound, tok.low, classes, tok.start, tok.start, tok.end))
             predicate = PREDICATE_WORDS.get(tok.low)
-            if predicate is not None and self._plain(tok) and self._about_stature(tokens, i):
+            if (
+                predicate is not None
+                and self._plain(tok)
+                and self._about_stature(tokens, i)
+                and not self._before_own_cue(tokens, i, predicate)
+            ):
                 owner, negated = self._subject_of(tokens, i)
                 if owner:
                     classes = predicate.classes(tok.low)
@@ -244,6 +261,11 @@ class _Context:
         if any(s <= tok.start < e for s, e, _ in self.mentions):
             return False
         return not (tok.text[0].isupper() and tok.start != self.first)
+
+    def _before_own_cue(self, tokens: list[_Tok], i: int, kind: FactKind) -> bool:
+        """ "his tall figure": the noun phrase of the cue reads it, not the predicate."""
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        return nxt is not None and nxt.low in kind.cues and self._gap_ok(tokens[i], nxt)
 
     def _about_stature(self, tokens: list[_Tok], i: int) -> bool:
         """A weak height word ("little", "small", "middle") counts only as stature: "of
@@ -490,6 +512,10 @@ class _Context:
         spoken = inside(self.quotes, tokens[i].start)
         linked = False
         negated = False
+        # "a sturdy straw-haired man", "his fine, tall person": before a person noun, the
+        # other adjectives of its phrase are passed over up to its article or possessive.
+        attributive = nxt is not None and nxt.low in _PERSON_NOUNS and self._gap_ok(tokens[i], nxt)
+        adjectives = 0
         j = i - 1
         while j >= 0 and i - j <= 8:
             gap = self.text[tokens[j].end : tokens[j + 1].start]
@@ -524,18 +550,83 @@ class _Context:
                 else False
             ):
                 linked = True
-            elif word.low not in _ADVERBS and word.low not in (
-                "who",
-                "and",
-                "young",
-                "man",
-                "woman",
-                "to",
-                "me",
+            elif attributive and word.low in _ATTRIBUTIVE_POSSESSIVES:
+                return self._possessor(word, spoken), negated
+            elif word.low in ("a", "an", "the"):
+                attributive = False
+            elif word.low in _ADVERBS or word.low in _SUBJECT_WALK_WORDS:
+                pass
+            elif (
+                attributive
+                and adjectives < _ATTRIBUTIVE_ADJECTIVES_MAX
+                and self._plain(word)
+                and word.low not in _PHRASE_MODIFIER_BLOCKERS
             ):
+                adjectives += 1
+            elif "," in gap and not linked:
+                return self._listed_subject(tokens, j, spoken), negated
+            else:
                 return None, False
             j -= 1
         return None, False
+
+    def _possessor(self, word: _Tok, spoken: bool) -> str | None:
+        """Whose "his", "her", "my" or "your" this is."""
+        if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
+            return self._person(word)
+        gender = _POSSESSIVES.get(word.low)
+        if spoken:
+            return self._named_in_speech(gender, word.start)
+        return self._resolve(gender, word.start)
+
+    def _listed_subject(self, tokens: list[_Tok], j: int, spoken: bool) -> str | None:
+        """ "she was a woman of robust frame, square-shouldered and strong-limbed, not
+        tall": a predicate in a comma list shares the subject of the list's head, "she was
+        a …" or "she was stout, …". Only plain describing words may stand in the list (no
+        name, pronoun, verb of another clause or hedge), and the head's complement must be a
+        noun phrase of its own ("a woman of robust frame") or a few plain words."""
+        k = j
+        while k >= 0 and j - k <= _LIST_WORDS_MAX:
+            word = tokens[k]
+            if k < j and _CLAUSE_BREAK.search(self.text[word.end : tokens[k + 1].start]):
+                return None
+            if self._mention_at(word) or word.low in _LIST_STOPPERS or word.low in _HEDGES:
+                return None
+            if word.low in _COPULAS:
+                return self._list_head(tokens, k, spoken)
+            k -= 1
+        return None
+
+    def _list_head(self, tokens: list[_Tok], verb: int, spoken: bool) -> str | None:
+        end = verb + 1
+        while end < len(tokens) and "," not in self.text[tokens[end - 1].end : tokens[end].start]:
+            end += 1
+        complement = tokens[verb + 1 : end]
+        if not complement:
+            return None
+        if complement[0].low in ("a", "an"):
+            allowed_inside = {"of"}
+            if any(
+                w.low in _PHRASE_MODIFIER_BLOCKERS and w.low not in allowed_inside
+                for w in complement[1:]
+            ):
+                return None
+        elif len(complement) > 3 or any(w.low in _PHRASE_MODIFIER_BLOCKERS for w in complement):
+            return None
+        subject = verb - 1
+        if subject >= 0 and tokens[subject].low in _ADVERBS - {"a", "an", "the", "of"}:
+            subject -= 1
+        if subject < 0 or not self._gap_ok(tokens[subject], tokens[verb]):
+            return None
+        word = tokens[subject]
+        entity = self._mention_at(word)
+        if entity:
+            return entity
+        if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
+            return self._person(word)
+        if word.low in _SUBJECTS and not spoken:
+            return self._resolve(_SUBJECTS[word.low], word.start)
+        return None
 
     def _pronoun(self, word: _Tok, spoken: bool) -> str | None:
         """ "he's", "she's" as a subject outside speech."""
