@@ -194,3 +194,20 @@ def test_workspace_check_shows_the_layout_and_fails_on_an_empty_one(
     shutil.copytree(DORIAN / "Story" / "Characters", empty)
     assert main(["workspace", "check", "-w", str(empty)]) == 1
     assert "no scene or chapter files found" in capsys.readouterr().err
+
+
+def test_cards_in_a_folder_of_any_name_are_known_by_their_lines(tmp_path: Path) -> None:
+    (tmp_path / "Chapters").mkdir()
+    (tmp_path / "Chapters" / "Chapter 01.md").write_text(
+        "# Chapter 1\n\nEyes: that was all he saw of her. Hair: none to speak of.\n"
+    )
+    cards = tmp_path / "Dramatis Personae"
+    cards.mkdir()
+    (cards / "silver.md").write_text("# John Silver\n\n- Eyes: grey\n- Height: tall\n")
+    (cards / "hawkins.md").write_text(
+        "# Jim\n\n| Attribute | Value |\n|---|---|\n| Hair | fair |\n| Age | twelve |\n"
+    )
+    (tmp_path / "research.md").write_text("# Ships\n\nA brig has two masts. Role: none.\n")
+    layout = detect_layout(Workspace(tmp_path))
+    assert layout.canon == ("Dramatis Personae/hawkins.md", "Dramatis Personae/silver.md")
+    assert [u.path for u in layout.units] == ["Chapters/Chapter 01.md"]

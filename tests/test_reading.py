@@ -291,7 +291,30 @@ def test_a_given_name_inside_another_persons_name_is_not_a_mention() -> None:
         assert conflicts(text, john, narrator="Jane Eyre") == [], text
     # A slip in the surname is still the same person, and emphasis marks are not letters.
     cast = build_cast([parse_card("People/l.md", "# Lucy Westenra\n- **Pronouns:** she\n")])
-    assert [e for _, _, e in cast.mentions("_Letter, Lucy Westerna to Mina_.")] == [
-        "Lucy Westenra"
-    ]
+    assert [e for _, _, e in cast.mentions("_Letter, Lucy Westerna to Mina_.")] == ["Lucy Westenra"]
     assert [e for _, _, e in cast.mentions("_Lucy Westenra_")] == ["Lucy Westenra"]
+
+
+def test_cards_kept_as_tables_or_sections_are_read() -> None:
+    rows = (
+        "# Jo March\n\n| Attribute | Value |\n|---|---|\n| Eyes | grey |\n"
+        "| **Hair** | chestnut, long |\n\n## Height\n\nTall and thin.\n\n## Pronouns\nshe\n\n"
+        "## Biography\n\nJo is the second of four sisters. She writes plays for them all, "
+        "and longs to be a famous author one day.\n\n## Appearance\n\n- Handedness: right\n"
+    )
+    card = parse_card("Persons/jo.md", rows)
+    assert card.attributes == {
+        "eyes": "grey",
+        "hair": "chestnut, long",
+        "height": "Tall and thin",
+        "pronouns": "she",
+        "handedness": "right",
+    }
+    assert card.lines["height"] == 10
+    wide = "# Meg March\n\n| Eyes | Hair | Height |\n| --- | --- | --- |\n| brown | dark | tall |\n"
+    assert parse_card("P/m.md", wide).attributes == {
+        "eyes": "brown",
+        "hair": "dark",
+        "height": "tall",
+    }
+    assert conflicts("Jo March had blue eyes and smiled.\n", rows) == ["Jo March:eyes:blue"]

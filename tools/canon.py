@@ -17,7 +17,7 @@ from difflib import SequenceMatcher
 from functools import cached_property
 from typing import Literal
 
-from controlroom.tools.text import read_document
+from controlroom.tools.text import Block, read_document
 
 Gender = Literal["he", "she", "they"]
 
@@ -148,17 +148,21 @@ def parse_card(path: str, text: str) -> CanonCard:
         else:
             attributes[key] = value.strip("[]")
             lines[key] = 1
+    section: Block | None = None
     for block in doc.blocks:
         if block.kind == "heading":
+            section = block if block.level >= 2 else None
             continue
         starts = (0, *block.breaks)
         ends = (*block.breaks, len(block.text))
-        for start, end in zip(starts, ends, strict=True):
-            match = _ATTRIBUTE.match(block.text[start:end])
-            if match and len(match.group(1)) <= 30:
-                key = match.group(1).strip().lower()
-                attributes[key] = match.group(2).strip().rstrip(".").strip("*").strip()
-                lines[key] = block.line_at(start)
+        rows = [block.text[start:end].strip() for start, end in zip(starts, ends, strict=True)]
+        found = {**_table_attributes(rows), **_line_attributes(rows)}
+        if not found and section is not None:
+            found = _section_attribute(section.text, block.text)
+        for key, (value, row) in found.items():
+            attributes[key] = value
+            lines[key] = block.line_at(starts[row])
+        section = None
     aliases = tuple(
         a.strip().strip("\"'") for a in attributes.pop("aliases", "").split(",") if a.strip()
     )
@@ -166,6 +170,63 @@ def parse_card(path: str, text: str) -> CanonCard:
     kind = attributes.pop("type", "").lower() or _kind_from_path(path)
     lines.pop("type", None)
     return CanonCard(path, _cased(name.strip()), kind, aliases, attributes, lines)
+
+
+#: A heading of a few words over one short paragraph is an attribute ("## Eyes" / "Grey.");
+#: a longer paragraph (a biography) is not a value.
+_SECTION_KEY_WORDS = 3
+_SECTION_VALUE_MAX = 80
+_GENERIC_HEADERS = frozenset(
+    "attribute attributes field fields trait traits key property detail details fact facts "
+    "feature features aspect".split()
+)
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
+
+
+def _cleaned(value: str) -> str:
+    return value.strip().rstrip(".").strip("*").strip()
+
+
+def _line_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
+    """ "Eyes: grey", "- **Eyes:** grey", "**Eyes**: grey", one a line."""
+    found: dict[str, tuple[str, int]] = {}
+    for index, row in enumerate(rows):
+        match = _ATTRIBUTE.match(row)
+        if match and len(match.group(1)) <= 30 and "|" not in match.group(1):
+            found[match.group(1).strip().lower()] = (_cleaned(match.group(2)), index)
+    return found
+
+
+def _table_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
+    """A markdown table: two columns of attribute and value ("| Eyes | grey |", under a
+    header row such as "| Attribute | Value |"), or a header row of attributes over one
+    row of values ("| Eyes | Hair |" / "| grey | dark |")."""
+    table = [(i, r) for i, r in enumerate(rows) if r.startswith("|") and r.count("|") >= 2]
+    if len(table) < 2 or not _TABLE_RULE.match(table[1][1]):
+        return {}
+    cells = [(i, [c.strip() for c in r.strip().strip("|").split("|")]) for i, r in table]
+    header, body = cells[0][1], [(i, c) for i, c in cells[2:]]
+    found: dict[str, tuple[str, int]] = {}
+    if len(header) == 2:
+        if header[0].strip("*").strip().lower() not in _GENERIC_HEADERS:
+            body.insert(0, cells[0])  # "| Eyes | grey |" written as the table's first row
+        for index, (key, value) in ((i, c) for i, c in body if len(c) == 2):
+            if key and value and len(key) <= 30:
+                found[key.strip("*").strip().lower()] = (_cleaned(value), index)
+    elif len(body) == 1:
+        index, values = body[0]
+        for key, value in zip(header, values, strict=False):
+            if key and value and len(key) <= 30:
+                found[key.strip("*").strip().lower()] = (_cleaned(value), index)
+    return found
+
+
+def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:
+    key = heading.strip().rstrip(":").lower()
+    too_long = len(text) > _SECTION_VALUE_MAX or ". " in text.strip()
+    if len(key.split()) > _SECTION_KEY_WORDS or too_long or not key:
+        return {}
+    return {key: (_cleaned(text), 0)}
 
 
 def _cased(name: str) -> str:

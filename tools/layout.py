@@ -7,8 +7,9 @@ module), or detected when that file is absent:
   files named `SCN-…`, `CH-…`, `Scene 3…`, `Chapter 3…`; files whose front matter has
   `scene:` or `chapter:`. They are chapters when their folder or names say so, else scenes.
 - the outline: a file whose name contains "outline", "synopsis" or "beat sheet".
-- canon cards: files under Compendium, Canon, Codex, Bible, Characters, Locations, Places,
-  World or Wiki, or named `CHAR-…`, `LOC-…`, `ITEM-…`.
+- canon cards: files under Compendium, Canon, Codex, Bible, Characters, Cast, People, Persons,
+  Locations, Places, World or Wiki, or named `CHAR-…`, `LOC-…`, `ITEM-…`, or anywhere else
+  when two or more of their lines give a person's attributes ("Eyes: grey", "| Hair | dark |").
 - numbers: front matter `scene:`/`chapter:`/`number:`, else the first number (or roman
   numeral after "Chapter"/"Scene") in the file name, else in the title; order is by number,
   then by name, with numbers read as numbers ("Chapter 10" after "Chapter 9").
@@ -56,8 +57,18 @@ _UNIT_DIRS = {
 }
 _CANON_DIRS = frozenset(
     "compendium canon codex bible characters character cast people locations places "
-    "world worldbuilding wiki items glossary".split()
+    "world worldbuilding wiki items glossary persons personae profiles bios".split()
 )
+#: A card kept anywhere ("Dramatis Personae/silver.md") is known by its lines: two or more
+#: of these attributes as "Eyes: grey", "- **Eyes:** grey" or a table row "| Eyes | grey |".
+_CARD_KEYS = r"aliases|pronouns|eyes|hair|height|handedness|age|role|occupation|gender|build"
+_CARD_LINE = re.compile(
+    rf"^\s*(?:[-*+]\s+)?(?:\|\s*)?\*{{0,2}}(?:{_CARD_KEYS})\*{{0,2}}\s*(?::|\|)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CARD_LINES_MIN = 2
+#: Only a card's head is read to know it: cards are short, chapters are not cards.
+_CARD_HEAD = 4000
 _UNIT_NAME = re.compile(r"^(scn|scene|ch|chap|chapter)(?=[\s_\-.]*(\d|[ivxlc]+\b))", re.IGNORECASE)
 _CANON_NAME = re.compile(r"^(char|loc|item)-", re.IGNORECASE)
 _OUTLINE_NAME = re.compile(r"outline|synopsis|beat[\s_-]?sheet|treatment", re.IGNORECASE)
@@ -398,7 +409,7 @@ def _detect_layout(workspace: Workspace) -> Layout:
         elif "scene" in front or "chapter" in front:
             found_units.append(path)
             kinds.add("scene" if "scene" in front else "chapter")
-        elif front.get("type", "").lower() in ("character", "location", "item", "canon"):
+        elif _reads_as_card(front, text):
             found_canon.append(path)
     if len(outline_paths) > 1:
         warnings.append(f"several outlines found; using '{outline}'")
@@ -414,6 +425,12 @@ def _detect_layout(workspace: Workspace) -> Layout:
         tuple(p for p in paths if p not in taken),
     )
     return _finished(detected, workspace, unreadable, warnings)
+
+
+def _reads_as_card(front: dict[str, str], text: str) -> bool:
+    if front.get("type", "").lower() in ("character", "location", "item", "canon"):
+        return True
+    return len(_CARD_LINE.findall(text, 0, _CARD_HEAD)) >= _CARD_LINES_MIN
 
 
 def _slug_like(title: str, sample: str) -> str:
