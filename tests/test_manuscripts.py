@@ -72,9 +72,21 @@ def test_an_eye_falling_on_a_yellow_book_is_not_a_yellow_eye() -> None:
     assert conflicts("Dorian sat down. His eye fell on the yellow book.\n", DORIAN_CARD) == []
 
 
-def test_a_description_is_not_pinned_on_someone_named_in_another_paragraph() -> None:
+def test_a_pronoun_opening_a_paragraph_means_the_one_person_named_just_before() -> None:
     text = "Dorian Gray came in.\n\nHis green eyes were tired.\n"
-    assert conflicts(text, DORIAN_CARD) == []
+    assert [c.split(":", 1)[1] for c in conflicts(text, DORIAN_CARD)] == [
+        "Dorian Gray:green:His green eyes"
+    ]
+    # Not when two men were named, when another man is in play here, when the name is
+    # three paragraphs back, or when the card does not say who the pronoun can mean.
+    for text in (
+        "Dorian Gray came in with Lord Henry.\n\nHis green eyes were tired.\n",
+        "Dorian Gray came in.\n\nThe boy followed. His green eyes were tired.\n",
+        "Dorian Gray came in.\n\nIt rained.\n\nIt rained.\n\nHis green eyes were tired.\n",
+    ):
+        assert conflicts(text, DORIAN_CARD, HENRY_CARD) == [], text
+    genderless = "# Dorian Gray\n- **Eyes:** frank blue\n"
+    assert conflicts("Dorian Gray came in.\n\nHis green eyes were tired.\n", genderless) == []
 
 
 def test_a_pronoun_is_not_resolved_when_two_men_are_in_play() -> None:
@@ -211,3 +223,19 @@ def test_cards_in_a_folder_of_any_name_are_known_by_their_lines(tmp_path: Path) 
     layout = detect_layout(Workspace(tmp_path))
     assert layout.canon == ("Dramatis Personae/hawkins.md", "Dramatis Personae/silver.md")
     assert [u.path for u in layout.units] == ["Chapters/Chapter 01.md"]
+
+
+def test_a_titled_stranger_or_another_woman_in_play_keeps_a_pronoun_unresolved() -> None:
+    bennet = "# Mr. Bennet\n- **Pronouns:** he\n- **Height:** short\n"
+    said = "Mr. Collins was received by Mr. Bennet. He was a tall, heavy-looking young man.\n"
+    assert conflicts(said, bennet) == []  # Mr. Collins has no card, but he is in play
+    kitty = "# Catherine Bennet\n- **Aliases:** Kitty\n- **Pronouns:** she\n- **Height:** short\n"
+    assert conflicts("Lady Catherine was a tall, large woman.\n", kitty) == []
+    darcy = "# Fitzwilliam Darcy\n- **Pronouns:** he\n- **Height:** short\n"
+    assert conflicts("Miss Darcy was tall, and on a larger scale.\n", darcy) == []
+    assert conflicts("Mr. Darcy was tall.\n", darcy) == ["1:Fitzwilliam Darcy:tall:tall"]
+    havisham = "# Miss Havisham\n- **Pronouns:** she\n- **Hair:** white\n"
+    said = "Miss Havisham beckoned her to come close, and tried a jewel against her brown hair.\n"
+    assert conflicts(said, havisham) == []
+    said = "Miss Havisham sat; I was watching her. Her brown hair was loose.\n"
+    assert conflicts(said, havisham) == ["1:Miss Havisham:brown:Her brown hair"]

@@ -318,3 +318,18 @@ def test_cards_kept_as_tables_or_sections_are_read() -> None:
         "height": "tall",
     }
     assert conflicts("Jo March had blue eyes and smiled.\n", rows) == ["Jo March:eyes:blue"]
+
+
+def test_a_given_name_before_a_surname_is_not_a_slip_for_a_surname(novel: Path) -> None:
+    (novel / "Notes" / "People" / "Grace Poole.md").write_text(
+        "# Grace Poole\n- **Aliases:** Poole\n- **Pronouns:** she\n"
+    )
+    chapter = novel / "Chapters" / "Chapter 1.md"
+    chapter.write_text(
+        "# CHAPTER I\n\nThey walked to Poolle Bell’s wood. Mrs. Fairfax came in; Mrs. "
+        "Fairfox went out. Then Grace Poolle laughed.\n",
+        encoding="utf-8",
+    )
+    # "Poolle Bell" is someone's given name and surname, not a slip for the surname
+    # "Poole"; "Grace Poolle" still is one, and so is "Fairfox" after a title.
+    assert sorted(_findings(novel)) == ["Fairfox", "Poolle"]

@@ -303,8 +303,33 @@ class Cast:
             if " " not in name and self._inside_other_name(text, match.start(), match.end()):
                 continue
             entity = canonical_name(self.owner, name)
-            if entity is not None:
+            if entity is not None and not self._titled_as_another(text, match.start(), entity):
                 found.append((match.start(), match.end(), entity))
+        return found
+
+    def _titled_as_another(self, text: str, start: int, entity: str) -> bool:
+        """ "Lady Catherine" is not Kitty Bennet, nor "Miss Darcy" her brother: a title
+        the cast does not give this person (a rank, or one of the other gender) before a
+        name of theirs names someone else. The cast's own titled names ("Lady Catherine"
+        on her card) match whole first and never come here."""
+        title = _TITLE_BEFORE.search(text, max(0, start - 16), start)
+        if title is None or title.group(1).lower() not in HONORIFICS:
+            return False
+        word = title.group(1).lower()
+        if word in _RANKS:
+            return True
+        titled, known = HONORIFICS[word], self.genders.get(entity)
+        return titled is not None and known is not None and titled != known
+
+    def strangers(self, text: str) -> list[tuple[int, int, Gender | None]]:
+        """(start, end, gender) of each titled name no card gives ("Mr. Collins"): someone
+        the cast does not know is still someone a pronoun may mean."""
+        taken = [(s, e) for s, e, _ in self.mentions(text)]
+        found: list[tuple[int, int, Gender | None]] = []
+        for match in TITLED_NAME.finditer(text):
+            if any(s < match.end() and match.start() < e for s, e in taken):
+                continue
+            found.append((match.start(), match.end(), HONORIFICS.get(match.group("title").lower())))
         return found
 
     @cached_property
@@ -374,6 +399,18 @@ def build_cast(cards: Sequence[CanonCard]) -> Cast:
     return Cast(owner, genders, _names_pattern(owner))
 
 
+#: Titles of rank: "Lady Catherine" is a lady, whatever else a Catherine of the cast is.
+_RANKS = frozenset(
+    "sir lord lady dame king queen prince princess duke duchess earl baron baroness count "
+    "countess".split()
+)
+_TITLE_BEFORE = re.compile(r"\b([A-Z][a-z]+)\.?\s+$")
+#: A title and a capitalised name: "Miss Gryce", "Mr. Lloyd".
+TITLED_NAME = re.compile(
+    r"\b(?P<title>"
+    + "|".join(sorted((h.capitalize() for h in HONORIFICS if h != "the"), key=len, reverse=True))
+    + r")\.?\s+(?P<name>[A-Z][a-z]+(?:[’'][a-z]+)?)\b"
+)
 #: How alike a word must be to one of a person's names to be read as a slip of it.
 _SLIP_RATIO = 0.75
 _SAINT = re.compile(r"(?:\bSt\.?|\bSaint)\s+$")

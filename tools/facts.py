@@ -38,6 +38,8 @@ from controlroom.tools.voices import FIRST_PERSON, SECOND_PERSON, Voices, sectio
 
 _WORD = re.compile(r"[A-Za-z]+(?:[-'’][A-Za-z]+)*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]|--")
+#: Inside one sentence a full stop ends an abbreviation ("Mr. Darcy"), not a clause.
+_CLAUSE_SEPARATOR = re.compile(r"[;:!?()“”\"—–]|--")
 _COPULAS = frozenset(
     "was were is are am be been seemed seems looked looks grew grown turned became become "
     "appeared appears stood remained".split()
@@ -86,6 +88,8 @@ _ALL_CUES = frozenset(cue for kind in KINDS for cue in kind.cues)
 #: How far back in its paragraph a pronoun looks for its one candidate: "the wretch ...
 #: His limbs were in proportion. Beautiful! Great God! His yellow skin ...; his hair".
 _SENTENCES_BACK = 4
+#: How many paragraphs back a pronoun that opens a paragraph looks for its person.
+_PARAGRAPHS_BACK = 2
 #: Words a predicate value may follow after "of a": "his hair was of a lustrous black".
 _VALUE_QUALIFIERS_MAX = 2
 
@@ -164,26 +168,40 @@ class _Reader:
         for index, sentence in enumerate(self.doc.sentences):
             by_block.setdefault(sentence.block, []).append(index)
         written = sections(self.doc, self.cast)
+        #: Who each earlier paragraph named in its narration, the nearest last.
+        named_before: list[frozenset[str]] = []
         for block_index, indexes in by_block.items():
             block = self.doc.blocks[block_index]
+            block_mentions = _people(self.cast, block.text)
             voices = voices_of(
                 block,
-                self.cast.mentions(block.text),
+                block_mentions,
                 self.cast,
                 self.narrator,
                 written.get(block_index),
             )
+            told = [(s, entity) for s, _, entity in block_mentions if not inside(voices.quotes, s)]
+            earlier = tuple(reversed(named_before[-_PARAGRAPHS_BACK:]))
+            named_before.append(frozenset(entity for _, entity in told if entity != self.narrator))
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             for index in indexes:
                 sentence = self.doc.sentences[index]
                 mentions = [
                     (sentence.start + s, sentence.start + e, entity)
-                    for s, e, entity in self.cast.mentions(sentence.text)
+                    for s, e, entity in _people(self.cast, sentence.text)
                 ]
                 context = _Context(
-                    block.text, voices, mentions, history[-_SENTENCES_BACK:], self.cast
+                    block.text,
+                    voices,
+                    mentions,
+                    history[-_SENTENCES_BACK:],
+                    self.cast,
+                    told,
+                    earlier,
                 )
                 for statement in context.read(sentence.start, sentence.end):
+                    if statement[0].startswith(_STRANGER):
+                        continue  # said of someone without a card: nothing to check
                     found.append(
                         Statement(
                             statement[0],
@@ -206,6 +224,10 @@ class _Context:
     mentions: list[tuple[int, int, str]]
     history: list[tuple[list[tuple[int, int, str]], int, int]]
     cast: Cast
+    #: (offset, entity) of each name in this paragraph's narration.
+    told: list[tuple[int, str]]
+    #: Who the paragraphs before this one named in their narration, the nearest first.
+    earlier: tuple[frozenset[str], ...]
 
     @property
     def quotes(self) -> tuple[tuple[int, int], ...]:
@@ -478,7 +500,7 @@ class _Context:
         named = {
             entity
             for s, _, entity in self.mentions
-            if quote[0] <= s < before and _compatible(self.cast.genders.get(entity), gender)
+            if quote[0] <= s < before and _compatible(_gender_of(self.cast, entity), gender)
         }
         return next(iter(named)) if len(named) == 1 else None
 
@@ -639,22 +661,129 @@ class _Context:
         """The one person a pronoun can mean: named earlier in this sentence, else in the
         nearest of the four sentences before it in the paragraph; never a name in dialogue,
         and nobody when "him" shows a second man in play ("Henry looked at him. His...")."""
+        clause = self._clause_start(before)
+        in_clause = {
+            entity
+            for s, e, entity in self.mentions
+            if clause <= s
+            and e <= before
+            and not inside(self.quotes, s)
+            and _compatible(_gender_of(self.cast, entity), gender)
+        }
+        if len(in_clause) == 1 and not self._second_person(gender, clause, before):
+            # "his friend Mr. Darcy soon drew the attention of the room by his fine, tall
+            # person": the one person named in the pronoun's own clause.
+            return next(iter(in_clause))
         here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
         for group, start, end in (here, *reversed(self.history)):
             names = {
                 entity
                 for s, _, entity in group
-                if not inside(self.quotes, s) and _compatible(self.cast.genders.get(entity), gender)
+                if not inside(self.quotes, s) and _compatible(_gender_of(self.cast, entity), gender)
             }
             if names:
-                other = _OTHER_PERSON.get(gender or "")
-                if len(names) > 1 or (other and other.search(self.text, start, end)):
+                if len(names) > 1 or self._second_person(gender, start, end):
                     return None
                 return next(iter(names))
+        return self._carried(gender, before)
+
+    def _second_person(self, gender: Gender | None, start: int, end: int) -> bool:
+        """Whether `start:end` shows a second person of `gender` in play: "him" or "them"
+        anywhere ("Henry looked at him. His..."); "her" as the object of a clause whose
+        subject is a woman named there ("Miss Havisham beckoned her to come close"), for in
+        "Mrs. Reed sat; I was watching her" she is the one woman still."""
+        if gender == "she":
+            named = [
+                s
+                for s, _, e in self.mentions
+                if start <= s < end and _gender_of(self.cast, e) == "she"
+            ]
+            return any(
+                any(
+                    s < m.start() and not _NEW_CLAUSE.search(self.text, s, m.start()) for s in named
+                )
+                for m in _OBJECT_HER.finditer(self.text, start, end)
+            )
+        other = _OTHER_PERSON.get(gender or "")
+        return bool(other and other.search(self.text, start, end))
+
+    def _carried(self, gender: Gender | None, before: int) -> str | None:
+        """ "He went on as a statue would" opening a paragraph: the one person of that
+        gender named in the narration of the nearest earlier paragraph (at most two back)
+        to name anyone who could be meant, when this paragraph names nobody who could be
+        meant before the pronoun and shows no second person in play ("him", "the boy").
+        Only a card that states its pronouns counts: an unknown gender could be anyone."""
+        if gender not in ("he", "she") or not self.earlier:
+            return None
+        if any(s < before and _compatible(_gender_of(self.cast, e), gender) for s, e in self.told):
+            return None
+        if self._second_person(gender, 0, before):
+            return None
+        if _UNNAMED_PERSON[gender].search(self.text, 0, before):
+            return None  # "the boy in buttons entered … behind his small black figure"
+        for names in self.earlier:
+            fitting = {e for e in names if _compatible(_gender_of(self.cast, e), gender)}
+            if fitting:
+                known = {e for e in fitting if _gender_of(self.cast, e) == gender}
+                return next(iter(known)) if len(fitting) == 1 and known else None
         return None
 
+    def _clause_start(self, before: int) -> int:
+        """Where the clause holding offset `before` begins in its sentence: after the last
+        semicolon, colon, dash or bracket (commas join a clause's own phrases)."""
+        separators = _CLAUSE_SEPARATOR.finditer(self.text, self.sentence_start, before)
+        breaks = [m.end() for m in separators]
+        return breaks[-1] if breaks else self.sentence_start
 
+
+#: How a person without a card is named among the cast's mentions: "?he" for "Mr. Collins".
+_STRANGER = "?"
+_STRANGER_GENDERS: dict[str, Gender] = {"he": "he", "she": "she", "they": "they"}
+
+
+def _people(cast: Cast, text: str) -> list[tuple[int, int, str]]:
+    """The cast's mentions and the titled strangers ("Mr. Collins") in `text`, in order: a
+    pronoun with a stranger in play is not pinned on the one carded person nearby."""
+    found = cast.mentions(text) + [
+        (start, end, _STRANGER + (gender or "")) for start, end, gender in cast.strangers(text)
+    ]
+    return sorted(found)
+
+
+def _gender_of(cast: Cast, entity: str) -> Gender | None:
+    if entity.startswith(_STRANGER):
+        return _STRANGER_GENDERS.get(entity[len(_STRANGER) :])
+    return cast.genders.get(entity)
+
+
+#: Someone in play without a name: a pronoun carried over from an earlier paragraph may
+#: mean them as well as anyone named there.
+_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
+    "he": re.compile(
+        r"\b(?:man|men|gentleman|gentlemen|boy|lad|fellow|youth|stranger|servant|footman|"
+        r"butler|coachman|father|brother|son|uncle|husband|master|king|lord|sir|priest|"
+        r"doctor|officer|soldier|sailor|clerk|visitor|driver|landlord|waiter|porter)\b",
+        re.IGNORECASE,
+    ),
+    "she": re.compile(
+        r"\b(?:woman|women|lady|ladies|girl|maid|maiden|lass|mother|sister|daughter|aunt|"
+        r"wife|mistress|queen|housekeeper|nurse|governess|widow|stranger|servant|visitor|"
+        r"landlady)\b",
+        re.IGNORECASE,
+    ),
+}
+#: A second person of the pronoun's gender in play: "him", "them".
 _OTHER_PERSON = {"he": re.compile(r"\bhim\b"), "they": re.compile(r"\bthem\b")}
+#: "her" as an object: a possessive "her" is followed by what she has, never by a
+#: preposition, an article or a stop.
+#: Between a name and an object "her": another clause, or another subject, begins.
+_NEW_CLAUSE = re.compile(r"[;:!?()“”\"—–]|--|\b(?:I|he|she|we|you|they|who|which)\b")
+_OBJECT_HER = re.compile(
+    r"\bher\b(?=\s*(?:[,.;:!?—–”\")]|$|(?:to|and|in|with|at|on|as|by|for|from|into|up|"
+    r"down|out|away|back|off|over|that|when|so|again|now|too|once|here|there|but|or|if|"
+    r"the|a|an|his|my|your|their|our|this)\b))",
+    re.MULTILINE,
+)
 
 
 def _compatible(known: Gender | None, wanted: Gender | None) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from controlroom.tools.canon import HONORIFICS, Cast
+from controlroom.tools.canon import HONORIFICS, TITLED_NAME, Cast
 from controlroom.tools.stopping import checkpoint
 from controlroom.tools.text import inside, quoted_spans, read_document
 from controlroom.tools.voices import SPEECH_VERBS
@@ -19,13 +19,6 @@ from controlroom.tools.voices import SPEECH_VERBS
 #: A newcomer named fewer times than this is a walk-on, not a card.
 MIN_MENTIONS = 3
 _NAME = r"[A-Z][a-z]+(?:[’'][a-z]+)?"
-_TITLED = re.compile(
-    r"\b(?P<title>"
-    + "|".join(sorted((h.capitalize() for h in HONORIFICS if h != "the"), key=len, reverse=True))
-    + r")\.?\s+(?P<name>"
-    + _NAME
-    + r")\b"
-)
 _WORDS = re.compile(r"[A-Za-z]+(?:[’'][A-Za-z]+)?")
 _ADDRESS = frozenset("missis mama mamma papa sir madam ma'am master mistress".split())
 
@@ -65,7 +58,7 @@ def uncarded_people(
 
 def _people_in(text: str) -> list[tuple[str, str, int]]:
     """(name, how it is written, offset) of each titled name and each speech-tag name."""
-    found = [(m.group("name"), m.group(0), m.start()) for m in _TITLED.finditer(text)]
+    found = [(m.group("name"), m.group(0), m.start()) for m in TITLED_NAME.finditer(text)]
     quotes = quoted_spans(text)
     words = [
         (m.start(), m.group(0)) for m in _WORDS.finditer(text) if not inside(quotes, m.start())

@@ -62,6 +62,8 @@ class ConsistencyCheckerArgs(ToolArgs):
 
 #: Plural titles: "the Misses Reed", "Messrs. Hawkins".
 _PLURAL_TITLES = frozenset("misses messrs mesdames mesdemoiselles".split())
+#: A capitalised word right after a name on its line: "Andrew Bell", a first name and a surname.
+_SURNAME_AFTER = re.compile(r"[ \t]+[A-Z][a-z]+")
 _TITLE_BEFORE = re.compile(
     r"\b(" + "|".join(h for h in HONORIFICS if h != "the") + r")\.?\s+$", re.IGNORECASE
 )
@@ -75,15 +77,22 @@ class _NameBook:
     names: frozenset[str]
     known: frozenset[str]
     surnames: frozenset[str]
+    given: frozenset[str]
     ignored: frozenset[str]
 
     @classmethod
     def of(cls, known: set[str], ignored: list[str]) -> _NameBook:
         surnames = {name.split()[-1].strip(".") for name in known if len(name.split()) > 1}
+        given = {
+            name.split()[0]
+            for name in known
+            if len(name.split()) > 1 and name.split()[0].lower().rstrip(".") not in HONORIFICS
+        }
         return cls(
             frozenset(n for n in known if len(n) >= 4),
             frozenset(known),
             frozenset(surnames),
+            frozenset(given),
             frozenset(ignored),
         )
 
@@ -113,12 +122,17 @@ def _transposed(found: str, name: str) -> bool:
     )
 
 
-def _slip(book: _NameBook, word: str, near: str, titled: bool, opens: bool) -> bool:
+def _slip(
+    book: _NameBook, word: str, near: str, titled: bool, opens: bool, named: bool = False
+) -> bool:
     """Whether `word` is a slip for `near` rather than a word or another person: a word in
     the dictionary counts only as two swapped letters ("Kale" for "Kael", not "June" for
     "Jane"); after a title only a surname can be meant ("Miss Gryce" is not "Grace"); a
-    sentence's first word only when no dictionary has it."""
+    sentence's first word only when no dictionary has it; a given name before a surname
+    (`named`: "Andrew Bell") is not a slip for a surname ("Andrews")."""
     if is_common_word(word) and (opens or not _transposed(word, near)):
+        return False
+    if named and near in book.surnames and near not in book.given:
         return False
     return not (titled and near not in book.surnames)
 
@@ -132,7 +146,7 @@ def name_variants(
     person's title and name, or a spelling the writer listed as intended."""
     book = _NameBook.of(known, ignored or [])
     seen: Counter[str] = Counter()
-    where: dict[str, list[tuple[str, int, str, bool, bool]]] = {}
+    where: dict[str, list[tuple[str, int, str, bool, bool, bool]]] = {}
     lowercase: set[str] = set()
     for path in paths:
         doc = read_document(workspace.read_text(path))
@@ -142,11 +156,12 @@ def name_variants(
                 opens = match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—")
                 word = re.sub(r"[’']s$", "", match.group(0))
                 titled = bool(_TITLE_BEFORE.search(sentence.text[: match.start()]))
+                named = bool(_SURNAME_AFTER.match(sentence.text, match.end()))
                 # A sentence's first word may be any capitalised word: counted only where
                 # it must be a name, so a slip repeated there still counts as a slip.
                 seen[word] += not opens
                 line = doc.blocks[sentence.block].line_at(sentence.start + match.start())
-                where.setdefault(word, []).append((path, line, sentence.text, titled, opens))
+                where.setdefault(word, []).append((path, line, sentence.text, titled, opens, named))
     findings = []
     for word, count in sorted(seen.items()):
         lowered = word.lower()
@@ -160,8 +175,8 @@ def name_variants(
         ):
             continue
         near = book.near(word)
-        for path, line, text, titled, opens in where[word] if near else []:
-            if not _slip(book, word, near[0], titled, opens):
+        for path, line, text, titled, opens, named in where[word] if near else []:
+            if not _slip(book, word, near[0], titled, opens, named):
                 continue
             findings.append(
                 {
