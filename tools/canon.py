@@ -425,9 +425,12 @@ def _names_pattern(owner: dict[str, str]) -> re.Pattern[str] | None:
     if not names:
         return None
     # Markdown's emphasis underscores are not word characters here: "_Lucy Westenra to Mina
-    # Murray_" names both.
+    # Murray_" names both; a hyphen joins a name to a word ("Jean-Paul"), a double one is a
+    # dash ("Cap'n Trelawney--what's he to think?").
     return re.compile(
-        r"(?<![^\W_])(?<!-)(?:" + "|".join(_name_pattern(n) for n in names) + r")(?![^\W_]|-)"
+        r"(?<![^\W_])(?<![^\W_]-)(?:"
+        + "|".join(_name_pattern(n) for n in names)
+        + r")(?![^\W_])(?!-[^\W_])"
     )
 
 

@@ -23,7 +23,8 @@ from controlroom.tools.text import read_document
 from controlroom.tools.wordlist import is_common_word
 from controlroom.tools.workspace import Workspace
 
-_CAPITALISED = re.compile(r"(?<![\w’'-])[A-Z][a-z]+(?:[’'][a-z]+)?(?![\w-])")
+#: A capitalised word; a hyphen joins it to another ("Jean-Paul"), a double one is a dash.
+_CAPITALISED = re.compile(r"(?<![\w’'])(?<!\w-)[A-Z][a-z]+(?:[’'][a-z]+)?(?!\w)(?!-\w)")
 #: A name written differently this often is the writer's choice, not a slip.
 MAX_VARIANT_USES = 2
 
@@ -33,8 +34,9 @@ _VOWELS = frozenset("aeiouy")
 
 def likely_typo(found: str, name: str) -> bool:
     """One slip away: two letters swapped ("Kale"), a vowel for a vowel ("Sybil",
-    "Hallwerd"), or a letter more or less in a long name. "Hardy" is not "Harry": a
-    consonant for a consonant is usually another name."""
+    "Hallwerd"), a letter for one that sounds the same ("Lawrence"), or a letter more or
+    less in a long name. "Hardy" is not "Harry": a consonant for a consonant is usually
+    another name."""
     if len(found) == len(name):
         diffs = [i for i in range(len(found)) if found[i] != name[i]]
         swapped = len(diffs) == 2 and found[diffs[0]] == name[diffs[1]]
@@ -48,7 +50,15 @@ def likely_typo(found: str, name: str) -> bool:
     if len(diffs) == 2:
         return True
     a, b = found[diffs[0]].lower(), name[diffs[0]].lower()
-    return a in _VOWELS and b in _VOWELS
+    # A silent "h" makes "Joan" sound like "John": a letter for an "h" is another name.
+    return (a in _VOWELS and b in _VOWELS) or ("h" not in (a, b) and _sounds_alike(found, name))
+
+
+def _sounds_alike(found: str, name: str) -> bool:
+    """ "Lawrence" for "Laurence": the same Metaphone key, where "Hardy" and "Harry" differ."""
+    import jellyfish  # only the name check needs it: kept out of every other command's start
+
+    return bool(jellyfish.metaphone(found) == jellyfish.metaphone(name))
 
 
 class ConsistencyCheckerArgs(ToolArgs):
@@ -64,8 +74,9 @@ class ConsistencyCheckerArgs(ToolArgs):
 _PLURAL_TITLES = frozenset("misses messrs mesdames mesdemoiselles".split())
 #: A capitalised word right after a name on its line: "Andrew Bell", a first name and a surname.
 _SURNAME_AFTER = re.compile(r"[ \t]+[A-Z][a-z]+")
+#: A title is capitalised: "my sister Margret" names no Sister Margret.
 _TITLE_BEFORE = re.compile(
-    r"\b(" + "|".join(h for h in HONORIFICS if h != "the") + r")\.?\s+$", re.IGNORECASE
+    r"\b(" + "|".join(h.capitalize() for h in HONORIFICS if h != "the") + r")\.?\s+$"
 )
 
 
