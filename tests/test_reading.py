@@ -357,3 +357,23 @@ def test_a_name_slip_may_sound_alike_follow_a_common_noun_or_end_at_a_dash(
     )
     # "sister" in lower case is no title; a double hyphen is a dash, not a compound.
     assert sorted(_findings(novel)) == ["Fairfux", "Graca"]
+
+
+def test_similes_concessions_and_long_attributive_lists_state_their_value() -> None:
+    livesey = "# Dr. Livesey\n- **Pronouns:** he\n- **Hair:** powdered white\n- **Eyes:** black\n"
+    said = "Dr. Livesey stood up; his own close-cropped hair was as red as a fox.\n"
+    assert conflicts(said, livesey) == ["Dr. Livesey:hair:red"]
+    said = "Dr. Livesey frowned, and his eyes, which were as blue as sloes, grew hard.\n"
+    assert conflicts(said, livesey) == ["Dr. Livesey:eyes:blue"]
+    assert conflicts("Dr. Livesey had eyes as blue as the sea.\n", livesey) == [
+        "Dr. Livesey:eyes:blue"
+    ]
+    assert conflicts("Dr. Livesey was as pale as ashes.\n", livesey) == []
+    beth = "# Beth March\n- **Aliases:** Beth\n- **Pronouns:** she\n- **Handedness:** right\n"
+    said = "“I marked them all myself, left-handed as I am,” said Beth.\n"
+    assert conflicts(said, beth) == ["Beth March:handedness:left-handed"]
+    said = "“I wish I were as left-handed as I am clever,” said Beth.\n"
+    assert conflicts(said, beth) == []  # a comparison, not a concession
+    bones = "# Billy Bones\n- **Pronouns:** he\n- **Height:** tall\n"
+    said = "Billy Bones came in. He was a short, strong, heavy, nut-brown man.\n"
+    assert conflicts(said, bones) == ["Billy Bones:height:short"]

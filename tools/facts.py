@@ -285,9 +285,8 @@ class _Context:
         return not (tok.text[0].isupper() and tok.start != self.first)
 
     def _before_own_cue(self, tokens: list[_Tok], i: int, kind: FactKind) -> bool:
-        """ "his tall figure": the noun phrase of the cue reads it, not the predicate."""
-        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        return nxt is not None and nxt.low in kind.cues and self._gap_ok(tokens[i], nxt)
+        """ "his tall, spare figure": the noun phrase of the cue reads it, not the predicate."""
+        return self._noun_after(tokens, i) in kind.cues
 
     def _about_stature(self, tokens: list[_Tok], i: int) -> bool:
         """A weak height word ("little", "small", "middle") counts only as stature: "of
@@ -337,9 +336,9 @@ class _Context:
             after = self._predicate_after(tokens, i, kind)
             if not after:
                 return None
-            # "my face with eyes that were dark": the words before the noun are not its
-            # phrase, so whose eyes is read from what stands right before the noun.
-            values, phrase_start, phrase_end = after, cue, after[-1]
+            # "his own close-cropped hair was as red as a fox": whose hair is read from
+            # before the words that describe it ("my face with eyes that were dark": none).
+            values, phrase_end = after, after[-1]
         if any(t.low in _NEGATIONS for t in tokens[max(0, j) : tokens.index(phrase_end) + 1]):
             return None
         owner = self._owner_of(tokens, tokens.index(phrase_start), i)
@@ -377,6 +376,8 @@ class _Context:
             if verb is None:
                 return []
             k = verb
+        if self._simile_at(tokens, k, kind) and self._gap_ok(tokens[k - 1], tokens[k]):
+            return [tokens[k + 1]]  # "eyes as blue as the sea"
         linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of"}
         adverb = k < len(tokens) and (
             tokens[k].low in ("nearly", "almost", "quite", "all", "now", "still")
@@ -387,6 +388,8 @@ class _Context:
         k += 1
         while k < len(tokens) and tokens[k].low in _ADVERBS and k - i <= 6:
             k += 1
+        if linked and self._simile_at(tokens, k, kind):
+            return [tokens[k + 1]]  # "eyes, which were as black as sloes"
         qualified = 0
         if linked and tokens[k - 1].low in ("a", "an", "the"):
             # "was of a lustrous black": a word or two may qualify the value, which must
@@ -416,6 +419,17 @@ class _Context:
             if after is not None and not _CLAUSE_BREAK.search(gap) and "," not in gap:
                 return []
         return self._value_words(run, kind)
+
+    def _simile_at(self, tokens: list[_Tok], k: int, kind: FactKind) -> bool:
+        """ "as black as sloes" at `k`: a simile states its value."""
+        return (
+            k + 2 < len(tokens)
+            and tokens[k].low == "as"
+            and tokens[k + 2].low == "as"
+            and bool(kind.classes(tokens[k + 1].low))
+            and self._plain(tokens[k + 1])
+            and self._gap_ok(tokens[k], tokens[k + 2])
+        )
 
     # -- whose it is --------------------------------------------------------------------
 
@@ -532,11 +546,14 @@ class _Context:
             if entity:
                 return entity, False
         spoken = inside(self.quotes, tokens[i].start)
+        conceded = self._conceded(tokens, i, spoken)
+        if conceded is not None:
+            return conceded, False
         linked = False
         negated = False
         # "a sturdy straw-haired man", "his fine, tall person": before a person noun, the
         # other adjectives of its phrase are passed over up to its article or possessive.
-        attributive = nxt is not None and nxt.low in _PERSON_NOUNS and self._gap_ok(tokens[i], nxt)
+        attributive = self._noun_after(tokens, i) in _PERSON_NOUNS
         adjectives = 0
         j = i - 1
         while j >= 0 and i - j <= 8:
@@ -591,6 +608,35 @@ class _Context:
                 return None, False
             j -= 1
         return None, False
+
+    def _noun_after(self, tokens: list[_Tok], i: int) -> str | None:
+        """The person noun or cue that the adjectives from `tokens[i]` on describe: "man" in
+        "a short, strong, heavy, nut-brown man", "figure" in "his tall, spare figure"."""
+        for n in range(i + 1, min(i + 2 + _ATTRIBUTIVE_ADJECTIVES_MAX * 2, len(tokens))):
+            if not self._gap_ok(tokens[n - 1], tokens[n]):
+                return None
+            word = tokens[n]
+            if word.low in _PERSON_NOUNS or word.low in _ALL_CUES:
+                return word.low
+            if word.low in _PHRASE_MODIFIER_BLOCKERS - {"and"} or not self._plain(word):
+                return None
+        return None
+
+    def _conceded(self, tokens: list[_Tok], i: int, spoken: bool) -> str | None:
+        """ "left-handed as I am", "tall as he was": a concession states what it grants,
+        where "as tall as I am" only compares."""
+        if i + 3 >= len(tokens) or tokens[i + 1].low != "as" or tokens[i + 3].low not in _COPULAS:
+            return None
+        if (i and tokens[i - 1].low in ("as", "so")) or tokens[i + 3].low == "be":
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i, i + 3)):
+            return None
+        subject = tokens[i + 2]
+        if subject.low in FIRST_PERSON or subject.low in SECOND_PERSON:
+            return self._person(subject)
+        if subject.low in _SUBJECTS and not spoken:
+            return self._resolve(_SUBJECTS[subject.low], subject.start)
+        return self._mention_at(subject)
 
     def _possessor(self, word: _Tok, spoken: bool) -> str | None:
         """Whose "his", "her", "my" or "your" this is."""
