@@ -377,3 +377,21 @@ def test_similes_concessions_and_long_attributive_lists_state_their_value() -> N
     bones = "# Billy Bones\n- **Pronouns:** he\n- **Height:** tall\n"
     said = "Billy Bones came in. He was a short, strong, heavy, nut-brown man.\n"
     assert conflicts(said, bones) == ["Billy Bones:height:short"]
+
+
+def test_coordinated_predicates_appositions_shades_and_measures_reach_their_owner() -> None:
+    hyde = "# Edward Hyde\n- **Aliases:** Mr. Hyde\n- **Pronouns:** he\n- **Height:** short\n"
+    hyde += "- **Hair:** black\n- **Handedness:** right\n"
+    assert conflicts("Mr. Hyde was pale and tall.\n", hyde) == ["Edward Hyde:height:tall"]
+    assert conflicts("Mr. Hyde was thin, pale and tall.\n", hyde) == ["Edward Hyde:height:tall"]
+    said = "Mr. Hyde the lawyer was a left-handed man of a rugged countenance.\n"
+    assert conflicts(said, hyde) == ["Edward Hyde:handedness:left-handed"]
+    said = "Mr. Hyde turned, and the light was dull on the autumn-leaf brown of his hair.\n"
+    assert conflicts(said, hyde) == ["Edward Hyde:hair:brown"]
+    said = "Mr. Hyde came in with a shock of ginger hair.\n"
+    assert conflicts(said, hyde) == ["Edward Hyde:hair:ginger"]
+    # "Helen Burns" has no card, but she is someone the pronoun may mean.
+    temple = "# Maria Temple\n- **Aliases:** Miss Temple\n- **Pronouns:** she\n- **Eyes:** blue\n"
+    said = "{}asked a question; it lit up her thin face, her sunken grey eye.\n"
+    assert conflicts(said.format("Helen Burns heard Miss Temple, and "), temple) == []
+    assert conflicts(said.format("Miss Temple "), temple) == ["Maria Temple:eyes:grey"]

@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Literal
 
 from controlroom.tools.text import Block, read_document
+from controlroom.tools.wordlist import is_common_word, is_given_name
 
 Gender = Literal["he", "she", "they"]
 
@@ -322,15 +323,23 @@ class Cast:
         return titled is not None and known is not None and titled != known
 
     def strangers(self, text: str) -> list[tuple[int, int, Gender | None]]:
-        """(start, end, gender) of each titled name no card gives ("Mr. Collins"): someone
+        """(start, end, gender) of each titled name no card gives ("Mr. Collins"), and of
+        each given name and surname no card gives ("Helen Burns", gender unknown): someone
         the cast does not know is still someone a pronoun may mean."""
         taken = [(s, e) for s, e, _ in self.mentions(text)]
         found: list[tuple[int, int, Gender | None]] = []
         for match in TITLED_NAME.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
-            found.append((match.start(), match.end(), HONORIFICS.get(match.group("title").lower())))
-        return found
+            title = match.group("title").lower()
+            found.append((match.start(), match.end(), HONORIFICS.get(title)))
+            taken.append((match.start(), match.end()))
+        for match in _FULL_NAME.finditer(text):
+            if any(s < match.end() and match.start() < e for s, e in taken):
+                continue
+            if is_given_name(match.group(1)) and not is_common_word(match.group(2)):
+                found.append((match.start(), match.end(), None))
+        return sorted(found)
 
     @cached_property
     def _words_of(self) -> dict[str, frozenset[str]]:
@@ -413,6 +422,7 @@ TITLED_NAME = re.compile(
 )
 #: How alike a word must be to one of a person's names to be read as a slip of it.
 _SLIP_RATIO = 0.75
+_FULL_NAME = re.compile(r"\b([A-Z][a-z]+)[ \t]+([A-Z][a-z]+)\b")
 _SAINT = re.compile(r"(?:\bSt\.?|\bSaint)\s+$")
 _NEXT_CAPITALISED = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)([A-Z][a-z]+)")
 

@@ -77,6 +77,10 @@ _ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
 _ATTRIBUTIVE_ADJECTIVES_MAX = 2
 #: Words a walk back to a predicate's subject passes: "he was, and who … young man".
 _SUBJECT_WALK_WORDS = frozenset("who and young man woman to me".split())
+#: Nouns that measure hair: "a shock of ginger hair".
+_QUANTITY_NOUNS = frozenset("shock mop mass head crop tangle mane thatch bob shag fringe".split())
+#: Adjectives joined to a predicate by "and" or commas: "was thin, pale and tall".
+_COORDINATED_MAX = 2
 #: How many words a comma list of predicates may span back to its head.
 _LIST_WORDS_MAX = 10
 #: Words that show a comma list is not one subject's list of predicates.
@@ -333,6 +337,9 @@ class _Context:
         phrase_start = before[0] if before else cue
         phrase_end = cue
         if not values:
+            shade = self._shade_of(tokens, i, kind)
+            if shade is not None:
+                return shade
             after = self._predicate_after(tokens, i, kind)
             if not after:
                 return None
@@ -353,6 +360,24 @@ class _Context:
         )
         words = ", ".join(v.low for v in values)
         return (owner, kind, words, classes, values[0].start, quote_from, phrase_end.end)
+
+    def _shade_of(self, tokens: list[_Tok], i: int, kind: FactKind) -> _Found | None:
+        """ "the autumn-leaf brown of her hair", "the blue of his eyes": the value, "of" and a
+        possessive before the noun."""
+        if i < 3 or tokens[i - 1].low not in _ATTRIBUTIVE_POSSESSIVES or tokens[i - 2].low != "of":
+            return None
+        value = tokens[i - 3]
+        if not kind.classes(value.low) or not self._plain(value):
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i - 3, i)):
+            return None
+        if i > 3 and tokens[i - 4].low in _NEGATIONS:
+            return None
+        owner = self._possessor(tokens[i - 1], inside(self.quotes, tokens[i - 1].start))
+        if owner is None:
+            return None
+        words = value.low
+        return (owner, kind, words, kind.classes(words), value.start, value.start, tokens[i].end)
 
     def _predicate_after(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
         """ "eyes were blue", "eyes of the deepest blue", "eyes that I saw were dark", "her
@@ -476,6 +501,12 @@ class _Context:
                 if prev.low == "whose" and start > 1:
                     # "Jane, whose dark hair had been much admired"
                     return self._mention_at(tokens[start - 2])
+            if prev.low == "of" and start > 1 and tokens[start - 2].low in _QUANTITY_NOUNS:
+                # "with a shock of ginger hair", "his mop of black hair": whose the shock is
+                measure = self._modifiers_from(tokens, start - 2)
+                if measure and tokens[measure - 1].low in ("a", "an", "the"):
+                    measure -= 1
+                return self._owner_of(tokens, measure, cue)
         after = cue + 1
         if after + 1 < len(tokens) and tokens[after].low == "of":
             return self._mention_at(tokens[after + 1])
@@ -555,6 +586,7 @@ class _Context:
         # other adjectives of its phrase are passed over up to its article or possessive.
         attributive = self._noun_after(tokens, i) in _PERSON_NOUNS
         adjectives = 0
+        coordinated = 0
         j = i - 1
         while j >= 0 and i - j <= 8:
             gap = self.text[tokens[j].end : tokens[j + 1].start]
@@ -602,12 +634,33 @@ class _Context:
                 and word.low not in _PHRASE_MODIFIER_BLOCKERS
             ):
                 adjectives += 1
+            elif (
+                not linked
+                and coordinated < _COORDINATED_MAX
+                and (tokens[j + 1].low == "and" or ("," in gap and j + 1 < i))
+                and self._plain(word)
+                and word.low not in _PHRASE_MODIFIER_BLOCKERS
+                and word.low not in _ALL_CUES
+            ):
+                coordinated += 1  # "Mr. Hyde was pale and tall", "was thin, pale and tall"
+            elif linked and (titled := self._titled_subject(tokens, j)) is not None:
+                return titled, negated
             elif "," in gap and not linked:
                 return self._listed_subject(tokens, j, spoken), negated
             else:
                 return None, False
             j -= 1
         return None, False
+
+    def _titled_subject(self, tokens: list[_Tok], j: int) -> str | None:
+        """ "Mr. Utterson the lawyer was": a name with its calling in apposition."""
+        if j < 2 or tokens[j - 1].low != "the" or not self._plain(tokens[j]):
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in (j - 2, j - 1)):
+            return None
+        if "," in self.text[tokens[j - 2].end : tokens[j].start]:
+            return None
+        return self._mention_at(tokens[j - 2])
 
     def _noun_after(self, tokens: list[_Tok], i: int) -> str | None:
         """The person noun or cue that the adjectives from `tokens[i]` on describe: "man" in
