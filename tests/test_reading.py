@@ -395,3 +395,17 @@ def test_coordinated_predicates_appositions_shades_and_measures_reach_their_owne
     said = "{}asked a question; it lit up her thin face, her sunken grey eye.\n"
     assert conflicts(said.format("Helen Burns heard Miss Temple, and "), temple) == []
     assert conflicts(said.format("Miss Temple "), temple) == ["Maria Temple:eyes:grey"]
+
+
+def test_a_misspelt_titled_name_is_still_the_person_and_him_may_be_the_same_man() -> None:
+    livesey = "# Dr. Livesey\n- **Aliases:** Livesey\n- **Pronouns:** he\n- **Eyes:** black\n"
+    said = (
+        "Dr. {} came late one afternoon. I followed him in, and I remember the neat, bright "
+        "doctor, with his powder as white as snow and his bright, blue eyes.\n"
+    )
+    expected = ["Dr. Livesey:eyes:blue"]
+    assert conflicts(said.format("Livesey"), livesey, narrator="Jim") == expected
+    assert conflicts(said.format("Livesy"), livesey, narrator="Jim") == expected
+    # "Henry looked at him": a man named acting on "him" shows a second man in play.
+    said = "Dr. Livesey looked at him. His blue eyes were full of tears.\n"
+    assert conflicts(said, livesey) == []

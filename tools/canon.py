@@ -331,6 +331,8 @@ class Cast:
         for match in TITLED_NAME.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
+            if self.slip_of(match.group("name")) is not None:
+                continue  # "Dr. Livesy": the doctor misspelt, whom `slip_of` names
             title = match.group("title").lower()
             found.append((match.start(), match.end(), HONORIFICS.get(title)))
             taken.append((match.start(), match.end()))
@@ -340,6 +342,33 @@ class Cast:
             if is_given_name(match.group(1)) and not is_common_word(match.group(2)):
                 found.append((match.start(), match.end(), None))
         return sorted(found)
+
+    def slip_of(self, word: str) -> str | None:
+        """The one entity whose name `word` is a slip of ("Livesy" for "Livesey"): the same
+        first letter, and as alike as `_SLIP_RATIO`."""
+        lowered = word.lower()
+        found = {
+            entity
+            for entity, words in self._words_of.items()
+            for name in words
+            if len(name) >= 4
+            and name[0] == lowered[0]
+            and name != lowered
+            and SequenceMatcher(None, lowered, name).ratio() >= _SLIP_RATIO
+        }
+        return next(iter(found)) if len(found) == 1 else None
+
+    def titled_slips(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, entity) of each titled name that misspells a cast name: "Dr. Livesy"."""
+        taken = [(s, e) for s, e, _ in self.mentions(text)]
+        found = []
+        for match in TITLED_NAME.finditer(text):
+            if any(s < match.end() and match.start() < e for s, e in taken):
+                continue
+            entity = self.slip_of(match.group("name"))
+            if entity is not None:
+                found.append((match.start(), match.end(), entity))
+        return found
 
     @cached_property
     def _words_of(self) -> dict[str, frozenset[str]]:

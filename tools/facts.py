@@ -769,7 +769,7 @@ class _Context:
             and not inside(self.quotes, s)
             and _compatible(_gender_of(self.cast, entity), gender)
         }
-        if len(in_clause) == 1 and not self._second_person(gender, clause, before):
+        if len(in_clause) == 1 and not self._second_person(gender, clause, before, self.mentions):
             # "his friend Mr. Darcy soon drew the attention of the room by his fine, tall
             # person": the one person named in the pronoun's own clause.
             return next(iter(in_clause))
@@ -781,30 +781,34 @@ class _Context:
                 if not inside(self.quotes, s) and _compatible(_gender_of(self.cast, entity), gender)
             }
             if names:
-                if len(names) > 1 or self._second_person(gender, start, end):
+                if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 return next(iter(names))
         return self._carried(gender, before)
 
-    def _second_person(self, gender: Gender | None, start: int, end: int) -> bool:
-        """Whether `start:end` shows a second person of `gender` in play: "him" or "them"
-        anywhere ("Henry looked at him. His..."); "her" as the object of a clause whose
-        subject is a woman named there ("Miss Havisham beckoned her to come close"), for in
-        "Mrs. Reed sat; I was watching her" she is the one woman still."""
-        if gender == "she":
-            named = [
-                s
-                for s, _, e in self.mentions
-                if start <= s < end and _gender_of(self.cast, e) == "she"
-            ]
-            return any(
-                any(
-                    s < m.start() and not _NEW_CLAUSE.search(self.text, s, m.start()) for s in named
-                )
-                for m in _OBJECT_HER.finditer(self.text, start, end)
-            )
-        other = _OTHER_PERSON.get(gender or "")
-        return bool(other and other.search(self.text, start, end))
+    def _second_person(
+        self,
+        gender: Gender | None,
+        start: int,
+        end: int,
+        mentions: Sequence[tuple[int, int, str]],
+    ) -> bool:
+        """Whether `start:end` shows a second person of `gender` in play: "him", "them" or
+        "her" as the object of a clause whose subject is a person of that gender named
+        there ("Henry looked at him", "Miss Havisham beckoned her to come close"), for in
+        "Dr. Livesey came in. I followed him" he is the one man still."""
+        objects = _OBJECTS.get(gender or "")
+        if objects is None:
+            return False
+        named = [
+            s
+            for s, _, e in mentions
+            if start <= s < end and _compatible(_gender_of(self.cast, e), gender)
+        ]
+        return any(
+            any(s < m.start() and not _NEW_CLAUSE.search(self.text, s, m.start()) for s in named)
+            for m in objects.finditer(self.text, start, end)
+        )
 
     def _carried(self, gender: Gender | None, before: int) -> str | None:
         """ "He went on as a statue would" opening a paragraph: the one person of that
@@ -816,8 +820,8 @@ class _Context:
             return None
         if any(s < before and _compatible(_gender_of(self.cast, e), gender) for s, e in self.told):
             return None
-        if self._second_person(gender, 0, before):
-            return None
+        if _OBJECTS[gender].search(self.text, 0, before):
+            return None  # "him" or "her" here may be anyone
         if _UNNAMED_PERSON[gender].search(self.text, 0, before):
             return None  # "the boy in buttons entered … behind his small black figure"
         for names in self.earlier:
@@ -841,11 +845,11 @@ _STRANGER_GENDERS: dict[str, Gender] = {"he": "he", "she": "she", "they": "they"
 
 
 def _people(cast: Cast, text: str) -> list[tuple[int, int, str]]:
-    """The cast's mentions and the titled strangers ("Mr. Collins") in `text`, in order: a
-    pronoun with a stranger in play is not pinned on the one carded person nearby."""
-    found = cast.mentions(text) + [
-        (start, end, _STRANGER + (gender or "")) for start, end, gender in cast.strangers(text)
-    ]
+    """The cast's mentions (a titled slip, "Dr. Livesy", is the doctor still) and the titled
+    strangers ("Mr. Collins") in `text`, in order: a pronoun with a stranger in play is not
+    pinned on the one carded person nearby."""
+    found = cast.mentions(text) + cast.titled_slips(text)
+    found += [(start, end, _STRANGER + (g or "")) for start, end, g in cast.strangers(text)]
     return sorted(found)
 
 
@@ -871,11 +875,7 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
         re.IGNORECASE,
     ),
 }
-#: A second person of the pronoun's gender in play: "him", "them".
-_OTHER_PERSON = {"he": re.compile(r"\bhim\b"), "they": re.compile(r"\bthem\b")}
-#: "her" as an object: a possessive "her" is followed by what she has, never by a
-#: preposition, an article or a stop.
-#: Between a name and an object "her": another clause, or another subject, begins.
+#: Between a name and an object pronoun: another clause, or another subject, begins.
 _NEW_CLAUSE = re.compile(r"[;:!?()“”\"—–]|--|\b(?:I|he|she|we|you|they|who|which)\b")
 _OBJECT_HER = re.compile(
     r"\bher\b(?=\s*(?:[,.;:!?—–”\")]|$|(?:to|and|in|with|at|on|as|by|for|from|into|up|"
@@ -883,6 +883,12 @@ _OBJECT_HER = re.compile(
     r"the|a|an|his|my|your|their|our|this)\b))",
     re.MULTILINE,
 )
+#: A second person of a pronoun's gender shows as an object: "him", "them", "her".
+_OBJECTS: dict[str, re.Pattern[str]] = {
+    "he": re.compile(r"\bhim\b"),
+    "they": re.compile(r"\bthem\b"),
+    "she": _OBJECT_HER,
+}
 
 
 def _compatible(known: Gender | None, wanted: Gender | None) -> bool:
