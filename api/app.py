@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlencode
 
 from eventsourcing.persistence import MapperDeserialisationError
 from pydantic import BaseModel
@@ -40,7 +41,7 @@ from controlroom.api.errors import (
     handle_http_error,
     handle_store_error,
 )
-from controlroom.api.limits import LimitError, parse_position
+from controlroom.api.limits import LimitError, check_id, parse_page_size, parse_position
 from controlroom.api.openapi import openapi_document
 from controlroom.api.origin_guard import OriginGuard, ServedHosts
 from controlroom.api.server import Server
@@ -106,12 +107,23 @@ async def start_run(request: Request) -> JSONResponse:
 
 
 def list_runs(request: Request) -> JSONResponse:
-    status = request.query_params.get("status")
+    params = request.query_params
+    status = params.get("status")
     if status is not None and status not in RUN_STATUSES:
         raise HttpError(
             400, "bad_filter", f"status must be one of {', '.join(RUN_STATUSES)}", "status"
         )
-    return _json(_queries(request).runs(status, request.query_params.get("recipe_id")))
+    recipe_id = params.get("recipe_id")
+    limit = parse_page_size(params["limit"], "limit") if "limit" in params else None
+    before = check_id(params["before"], "before") if "before" in params else None
+    queries = _queries(request)
+    rows = queries.runs(status, recipe_id, limit, before)
+    response = _json(rows)
+    if limit is not None and rows and queries.count_runs(status, recipe_id, rows[0].run_id):
+        # The page of older runs: the same filters, before the oldest run on this one.
+        older = {k: v for k, v in params.items() if k != "before"} | {"before": rows[0].run_id}
+        response.headers["Link"] = f'</api/runs?{urlencode(older)}>; rel="next"'
+    return response
 
 
 def get_run(request: Request) -> JSONResponse:

@@ -38,10 +38,35 @@ def add_show(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def add_runs(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("runs", parents=[common], help="list runs")
+    p = sub.add_parser("runs", parents=[common], help="list runs (the newest 100; --limit 0: all)")
     p.add_argument("--status", choices=RUN_STATUSES)
     p.add_argument("--recipe")
+    p.add_argument(
+        "--limit",
+        type=_page_size,
+        default=DEFAULT_RUNS_PAGE,
+        metavar="N",
+        help=f"show the newest N runs that match (default {DEFAULT_RUNS_PAGE}; 0 shows all)",
+    )
+    p.add_argument(
+        "--before", metavar="RUN_ID", help="only runs created before this one (the next page)"
+    )
     p.set_defaults(func=Command("controlroom.api.quick_reads", "cmd_runs"))
+
+
+#: How many runs `controlroom runs` shows unless told: a store of 100k runs lists in
+#: milliseconds, and the footer says how to see more.
+DEFAULT_RUNS_PAGE = 100
+
+
+def _page_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError("must be between 0 (all) and 1000000")
+    return value
 
 
 def add_events(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from controlroom.api.cli_common import (
     open_context,
     read_views,
 )
-from controlroom.api.run_text import print_run, print_runs
+from controlroom.api.run_text import print_run, print_runs_page
 from controlroom.api.runs_cli import follow_to_the_end
 from controlroom.domain import untrusted_json
 from controlroom.domain.errors import BadInputError, RunNotFoundError
@@ -131,12 +131,15 @@ def cmd_slot(ns: argparse.Namespace) -> int:
 
 def cmd_runs(ns: argparse.Namespace) -> int:
     ctx = open_context(ns)
+    limit = getattr(ns, "limit", 0) or None
+    before = getattr(ns, "before", None)
     with read_views(ctx) as views:
-        rows = views.query.runs(status=ns.status, recipe_id=ns.recipe)
+        rows = views.query.runs(ns.status, ns.recipe, limit, before)
+        older = views.query.count_runs(ns.status, ns.recipe, rows[0].run_id) if rows else 0
     if ns.json:
         emit_json([r.model_dump(mode="json") for r in rows])
         return EXIT_DONE
-    print_runs([r.model_dump(mode="json") for r in rows])
+    print_runs_page([r.model_dump(mode="json") for r in rows], older)
     return EXIT_DONE
 
 

@@ -43,6 +43,8 @@ MAX_ROLES = 20
 #: Tools a conference round may be allowed.
 MAX_TOOLS = 50
 _POSITION = re.compile(r"[0-9]{1,19}")
+#: Runs in one page of `GET /api/runs?limit=`.
+MAX_PAGE = 1000
 
 
 class LimitError(BadInputError):
@@ -117,4 +119,13 @@ def parse_position(raw: str, field: str) -> int:
     if not _POSITION.fullmatch(text) or int(text) > MAX_POSITION:
         shown = raw if len(raw) <= 40 else raw[:40] + "…"
         raise LimitError(field, f"'{shown}' is not a position (0 to {MAX_POSITION})")
+    return int(text)
+
+
+def parse_page_size(raw: str, field: str) -> int:
+    """A page size: ASCII digits, 1 to `MAX_PAGE`."""
+    text = raw.strip()
+    if not re.fullmatch(r"[0-9]{1,7}", text) or not 1 <= int(text) <= MAX_PAGE:
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise LimitError(field, f"'{shown}' is not a page size (1 to {MAX_PAGE})")
     return int(text)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from controlroom.api.analytics import AnalyticsQueryBody, ReportSummary
 from controlroom.api.bodies import RouteBody, StartRunBody
+from controlroom.api.limits import MAX_PAGE
 from controlroom.api.openapi_issues import issue_paths
 from controlroom.api.openapi_links import make_fuzzable
 from controlroom.api.openapi_loops import loop_paths
@@ -143,9 +144,12 @@ def openapi_document() -> dict[str, Any]:
                 requestBody=_body("StartRunBody"),
             ),
             "get": _op(
-                "List runs",
+                "List runs, oldest first: all of them, or with `limit` the newest `limit` "
+                'created before the run `before`; a `Link: <…>; rel="next"` header names the '
+                "page of older runs while there are any",
                 {"200": _json(models.array(RunSummary), "runs")},
                 400,
+                404,
                 parameters=[
                     _param(
                         "status",
@@ -153,6 +157,10 @@ def openapi_document() -> dict[str, Any]:
                         {"type": "string", "enum": list(RUN_STATUSES)},
                     ),
                     _param("recipe_id", "query", {"type": "string"}),
+                    _param(
+                        "limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
+                    ),
+                    _param("before", "query", {"type": "string"}),
                 ],
             ),
         },

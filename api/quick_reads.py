@@ -26,9 +26,9 @@ import orjson
 
 from controlroom.api import recipe_stamp
 from controlroom.api.cli_exit import EXIT_DONE
-from controlroom.api.run_text import print_run, print_runs
+from controlroom.api.run_text import print_run, print_runs_page
 from controlroom.projections.layout import LAYOUT, RUNS_VERSION
-from controlroom.projections.runs_list import list_runs
+from controlroom.projections.runs_list import count_runs, has_run, list_runs
 
 QUICK_VAR = "CONTROLROOM_QUICK_READS"
 
@@ -67,8 +67,10 @@ def _states(views: sqlite3.Connection) -> Callable[[str], dict[str, Any] | None]
 def cmd_runs(ns: argparse.Namespace) -> int:
     if not ns.json:
         with views_at_head(Path(ns.workspace)) as views:
-            if views is not None:
-                print_runs(list_runs(views, ns.status, ns.recipe))
+            if views is not None and (ns.before is None or has_run(views, ns.before)):
+                rows = list_runs(views, ns.status, ns.recipe, ns.limit or None, ns.before)
+                older = count_runs(views, ns.status, ns.recipe, rows[0]["run_id"]) if rows else 0
+                print_runs_page(rows, older)
                 return EXIT_DONE
     from controlroom.api.inspect_cli import cmd_runs as full_runs
 

@@ -114,6 +114,16 @@ def print_runs(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def print_runs_page(rows: list[dict[str, Any]], older: int) -> None:
+    """A page of runs, and when older ones are left out, how many and how to see them."""
+    print_runs(rows)
+    if rows and older:
+        print(
+            f"({older} older {'run' if older == 1 else 'runs'} not shown: "
+            f"`controlroom runs --before {rows[0]['run_id']}`; all: `--limit 0`)"
+        )
+
+
 def stall_note(run: dict[str, Any]) -> str | None:
     """What to say of a running run that is not moving on by itself, and what to do."""
     stalled = not_advancing(run)

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from controlroom.domain.errors import IssueNotFoundError, RunNotFoundError
-from controlroom.projections import issues, runs
+from controlroom.projections import issues, runs, runs_list
 from controlroom.projections.db import Db
 from controlroom.projections.models import (
     ArtifactSlot,
@@ -27,11 +27,26 @@ class Queries:
     def __init__(self, conn: Db, lock: threading.RLock) -> None:
         self.conn, self.lock = conn, lock
 
-    def runs(self, status: str | None = None, recipe_id: str | None = None) -> list[RunSummary]:
-        """Every run, oldest first."""
+    def runs(
+        self,
+        status: str | None = None,
+        recipe_id: str | None = None,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[RunSummary]:
+        """Every run that matches, oldest first; with `limit`, the newest `limit` of those
+        created before the run `before` (which must exist)."""
         with self.lock:
-            rows = runs.list_runs(self.conn, status, recipe_id)
+            if before is not None and not runs_list.has_run(self.conn, before):
+                raise RunNotFoundError(before)
+            rows = runs.list_runs(self.conn, status, recipe_id, limit, before)
         return [RunSummary.model_validate(row) for row in rows]
+
+    def count_runs(
+        self, status: str | None = None, recipe_id: str | None = None, before: str | None = None
+    ) -> int:
+        with self.lock:
+            return runs_list.count_runs(self.conn, status, recipe_id, before)
 
     def run(self, run_id: str) -> RunDetail:
         view = add_totals(self._view(run_id).consolidated(), self.state_of, run_id)

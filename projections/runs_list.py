@@ -19,16 +19,60 @@ SUMMARY = (
 )
 
 
+#: Row values compare as the ORDER BY does: (created_at, run_id) before the cursor run's.
+_BEFORE = "(created_at, run_id) < (SELECT created_at, run_id FROM runs WHERE run_id = ?)"
+
+
 class Executes(Protocol):
     def execute(self, sql: str, params: Any = ..., /) -> Any: ...
 
 
-def list_runs(conn: Executes, status: str | None, recipe_id: str | None) -> list[dict[str, Any]]:
+def list_runs(
+    conn: Executes,
+    status: str | None,
+    recipe_id: str | None,
+    limit: int | None = None,
+    before: str | None = None,
+) -> list[dict[str, Any]]:
+    """The runs that match, oldest first: all of them, or with `limit` the newest `limit`
+    of those created before the run `before` (a page; the index on (created_at, run_id)
+    serves it without reading the rest)."""
     wanted = {"status": status, "recipe_id": recipe_id}
     where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
-    rows = conn.execute(
-        f"SELECT {', '.join(SUMMARY)} FROM runs "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at, run_id",
-        [value for value in wanted.values() if value is not None],
-    ).fetchall()
+    params: list[Any] = [value for value in wanted.values() if value is not None]
+    if before is not None:
+        where.append(_BEFORE)
+        params.append(before)
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    if limit is None:
+        rows = conn.execute(
+            f"SELECT {', '.join(SUMMARY)} FROM runs {clause}ORDER BY created_at, run_id", params
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            f"SELECT {', '.join(SUMMARY)} FROM runs {clause}"
+            "ORDER BY created_at DESC, run_id DESC LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+        rows = list(reversed(rows))
     return [dict(zip(SUMMARY, row, strict=True)) for row in rows]
+
+
+def count_runs(
+    conn: Executes, status: str | None, recipe_id: str | None, before: str | None = None
+) -> int:
+    """How many runs match (created before the run `before`, when given)."""
+    wanted = {"status": status, "recipe_id": recipe_id}
+    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
+    params: list[Any] = [value for value in wanted.values() if value is not None]
+    if before is not None:
+        where.append(_BEFORE)
+        params.append(before)
+    (count,) = conn.execute(
+        f"SELECT count(*) FROM runs {'WHERE ' + ' AND '.join(where) if where else ''}", params
+    ).fetchone()
+    return int(count)
+
+
+def has_run(conn: Executes, run_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is not None

@@ -5,6 +5,9 @@ import { api, Feed } from "./api.js";
 import { badge, duration, errorBox, h, replace, throttle, when } from "./dom.js";
 import { setConnection } from "./status.js";
 
+// How many of the newest runs the list holds (the server's page limit is 1000).
+const RUNS_HELD = 1000;
+
 const STATUSES = ["pending", "running", "done", "failed", "cancelled", "damaged"];
 //: The events that change a run's row; every other event leaves the list as it is.
 const LIST_EVENTS = "RunStarted,RunClaimed,RunReleased,RunCompleted,RunFailed,RunCancelled,RunResumed,RunRetried";
@@ -72,7 +75,9 @@ export async function showRuns(root) {
     const rows = document.createDocumentFragment();
     for (const run of page) rows.appendChild(cachedRow(run));
     tbody.replaceChildren(rows);
-    count.textContent = `${shown.length} of ${state.runs.length}`;
+    // The list holds the newest RUNS_HELD runs (GET /api/runs?limit=): a store of 100k runs
+    // is not sent to the page on every event; the count says when older ones are left out.
+    count.textContent = `${shown.length} of ${state.runs.length}${state.runs.length >= RUNS_HELD ? " (the newest; older runs: controlroom runs --before)" : ""}`;
     pageLabel.textContent = `page ${state.page + 1} of ${pages} (${PAGE_SIZE} a page)`;
     previous.disabled = state.page === 0;
     next.disabled = state.page >= pages - 1;
@@ -144,7 +149,7 @@ export async function showRuns(root) {
   // A new run can appear between our read and the feed's first event: read the head first,
   // then the list, then follow from the head (an event both saw only refreshes twice).
   async function refresh() {
-    const runs = await api("/api/runs");
+    const runs = await api(`/api/runs?limit=${RUNS_HELD}`);
     runs.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.run_id < b.run_id ? 1 : -1));
     state.runs = runs;
     render();
