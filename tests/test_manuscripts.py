@@ -239,3 +239,27 @@ def test_a_titled_stranger_or_another_woman_in_play_keeps_a_pronoun_unresolved()
     assert conflicts(said, havisham) == []
     said = "Miss Havisham sat; I was watching her. Her brown hair was loose.\n"
     assert conflicts(said, havisham) == ["1:Miss Havisham:brown:Her brown hair"]
+
+
+def test_chapters_in_book_or_part_folders_follow_the_folders_order(tmp_path: Path) -> None:
+    for path in (
+        "Book the First/Chapter 04.txt",
+        "Book the First/Chapter 05.txt",
+        "Book the Second/Chapter 02.txt",
+        "Book the Second/Chapter 06.txt",
+    ):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(f"# {path}\n\nText.\n")
+    layout = detect_layout(Workspace(tmp_path))
+    assert [u.path for u in layout.units] == [
+        "Book the First/Chapter 04.txt",
+        "Book the First/Chapter 05.txt",
+        "Book the Second/Chapter 02.txt",
+        "Book the Second/Chapter 06.txt",
+    ]
+    parts = tmp_path / "parts"
+    for path in ("Part Three/Chapter 15.md", "Part One/Chapter 01.md", "Part Two/Chapter 08.md"):
+        (parts / path).parent.mkdir(parents=True, exist_ok=True)
+        (parts / path).write_text("# Chapter\n\nText.\n")
+    layout = detect_layout(Workspace(parts))
+    assert [u.number for u in layout.units] == [1, 8, 15]

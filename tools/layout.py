@@ -308,14 +308,79 @@ def _finished(
 
 def _ordered(units: list[Unit], warnings: list[str], by_order: bool = False) -> tuple[Unit, ...]:
     numbers = [u.number for u in units if u.number is not None]
+    rank = _folder_ranks(units)
     if by_order or len(numbers) != len(set(numbers)) or len(numbers) != len(units):
         if numbers and not by_order:
             warnings.append(
                 "unit numbers are missing or repeated; units are numbered by their order"
             )
-        ordered = sorted(units, key=lambda u: natural_key(u.path))
+        ordered = sorted(units, key=lambda u: (rank[_folder(u.path)], natural_key(u.path)))
         return tuple(Unit(u.path, i, u.title) for i, u in enumerate(ordered, start=1))
-    return tuple(sorted(units, key=lambda u: (u.number or 0, natural_key(u.path))))
+    return tuple(
+        sorted(units, key=lambda u: (rank[_folder(u.path)], u.number or 0, natural_key(u.path)))
+    )
+
+
+def _folder(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _folder_ranks(units: list[Unit]) -> dict[str, int]:
+    """The order of the folders units sit in: "Book the First" before "Book the Second",
+    "Part Two" before "Part Three" (by the number their names give, in digits, roman
+    numerals or words), else by the first unit number each holds, then by name. One folder,
+    or numbers that run on across folders, order as before."""
+    folders = sorted({_folder(u.path) for u in units}, key=natural_key)
+    named = {f: _folder_number(f.rsplit("/", 1)[-1]) for f in folders}
+    first: dict[str, float] = {}
+    for unit in units:
+        folder = _folder(unit.path)
+        number = float(unit.number) if unit.number is not None else float("inf")
+        first[folder] = min(first.get(folder, float("inf")), number)
+    if all(n is not None for n in named.values()):
+        ordered = sorted(folders, key=lambda f: (named[f], natural_key(f)))
+    else:
+        ordered = sorted(folders, key=lambda f: (first[f], natural_key(f)))
+    return {folder: index for index, folder in enumerate(ordered)}
+
+
+_NUMBER_WORDS = {
+    word: value
+    for value, words in enumerate(
+        (
+            "one first",
+            "two second",
+            "three third",
+            "four fourth",
+            "five fifth",
+            "six sixth",
+            "seven seventh",
+            "eight eighth",
+            "nine ninth",
+            "ten tenth",
+            "eleven eleventh",
+            "twelve twelfth",
+        ),
+        start=1,
+    )
+    for word in words.split()
+}
+_FOLDER_ROMAN = re.compile(r"\b(?:part|book|act|volume|vol)[\s_\-.]*([ivxlcdm]+)\b", re.I)
+
+
+def _folder_number(name: str) -> int | None:
+    """ "Part 2", "Book II", "Part Three", "Book the First": the number a folder's name
+    gives, or None."""
+    digits = _NUMBER.search(name)
+    if digits:
+        return int(digits.group(0))
+    numeral = _FOLDER_ROMAN.search(name)
+    if numeral:
+        return roman(numeral.group(1))
+    for word in re.findall(r"[a-z]+", name.lower()):
+        if word in _NUMBER_WORDS:
+            return _NUMBER_WORDS[word]
+    return None
 
 
 def _glob(paths: list[str], patterns: list[str]) -> list[str]:
