@@ -13,10 +13,11 @@ policies are moved past them (a finished run of no plan calls for no reaction). 
 is then measured as the small store was:
 
 - `controlroom show RUN` (the quick path, and the full one: `CONTROLROOM_QUICK_READS=0`),
-  `controlroom runs --status running` and `controlroom runs` (every run: it prints them
-  all, so it grows with the store by what it prints), each a fresh process, median of
-  `--repeat` after a warm-up;
-- `GET /api/runs/ID` against a real `controlroom serve` on 127.0.0.1 (median of 100), and
+  `controlroom runs --status running`, `controlroom runs` (a page: the newest 100) and
+  `controlroom runs --limit 0` (every run: it grows with the store by what it prints), each
+  a fresh process, median of `--repeat` after a warm-up;
+- `GET /api/runs/ID` and `GET /api/runs?limit=100` against a real `controlroom serve` on
+  127.0.0.1 (median of 100), and
   how long the server took from its start to its first answer;
 - the CPU an idle `serve` and an idle `worker` use over `--idle-s` seconds
   (/proc/PID/stat);
@@ -308,13 +309,13 @@ def measure_serve(workspace: Path, run_id: str, idle_s: float) -> dict[str, floa
         port = int(served.wait_for(r"http://127\.0\.0\.1:(\d+)", 600)[1])
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
-        def get() -> float:
+        def get(path: str = f"/api/runs/{run_id}") -> float:
             began = time.perf_counter()
-            conn.request("GET", f"/api/runs/{run_id}")
+            conn.request("GET", path)
             response = conn.getresponse()
             body = response.read()
             if response.status != 200:
-                raise RuntimeError(f"GET /api/runs/{run_id}: {response.status} {body[:200]!r}")
+                raise RuntimeError(f"GET {path}: {response.status} {body[:200]!r}")
             return time.perf_counter() - began
 
         deadline = time.monotonic() + 600
@@ -331,10 +332,11 @@ def measure_serve(workspace: Path, run_id: str, idle_s: float) -> dict[str, floa
         for _ in range(3):
             get()
         gets = statistics.median(get() for _ in range(GETS))
+        page = statistics.median(get("/api/runs?limit=100") for _ in range(GETS))
         conn.close()
         time.sleep(1.0)
         cpu = idle_cpu(served.proc.pid, idle_s)
-    return {"get": gets, "serve_start": first_answer, "serve_idle_cpu": cpu}
+    return {"get": gets, "runs_page": page, "serve_start": first_answer, "serve_idle_cpu": cpu}
 
 
 def measure_worker(workspace: Path, idle_s: float) -> float:
@@ -436,7 +438,9 @@ FIGURES = [
     ("show", "show RUN (quick path)", "ms"),
     ("show_full", "show RUN (full path)", "ms"),
     ("runs_running", "runs --status running", "ms"),
-    ("runs", "runs (lists every run)", "ms"),
+    ("runs", "runs (the newest 100)", "ms"),
+    ("runs_page", "GET /api/runs?limit=100", "ms"),
+    ("runs_all", "runs --limit 0 (every run)", "ms"),
     ("get", "GET /api/runs/ID", "ms"),
     ("serve_start", "serve: start to first answer", "s"),
     ("serve_idle_cpu", "serve idle CPU (% of a core)", "%"),
@@ -456,6 +460,7 @@ def measure(workspace: Path, run_id: str, ns: argparse.Namespace) -> dict[str, f
     figures["show_full"] = timed_cli(workspace, ["show", run_id], ns.repeat, quick_off)
     figures["runs_running"] = timed_cli(workspace, ["runs", "--status", "running"], ns.repeat, {})
     figures["runs"] = timed_cli(workspace, ["runs"], ns.repeat, {})
+    figures["runs_all"] = timed_cli(workspace, ["runs", "--limit", "0"], ns.repeat, {})
     figures.update(measure_serve(workspace, run_id, ns.idle_s))
     figures["worker_idle_cpu"] = measure_worker(workspace, ns.idle_s)
     figures.update(engine_part(workspace, ns.repeat))

@@ -409,3 +409,16 @@ def test_a_misspelt_titled_name_is_still_the_person_and_him_may_be_the_same_man(
     # "Henry looked at him": a man named acting on "him" shows a second man in play.
     said = "Dr. Livesey looked at him. His blue eyes were full of tears.\n"
     assert conflicts(said, livesey) == []
+
+
+def test_an_untagged_line_of_a_two_person_exchange_is_the_next_turn() -> None:
+    text = (
+        "“Are you well?” said Mr. Rochester.\n\n“Quite well, sir,” said Jane.\n\n"
+        "“And you are left-handed, I see.”\n\n“I am, sir.”\n"
+    )
+    assert conflicts(text, JANE_HANDED, ROCHESTER_FACTS, narrator="Jane Eyre") == [
+        "Jane Eyre:handedness:left-handed"
+    ]
+    # A third voice, or narration between, ends the exchange: nobody is guessed.
+    broken = text.replace("\n\n“And", "\n\nHe paused.\n\n“And")
+    assert conflicts(broken, JANE_HANDED, ROCHESTER_FACTS, narrator="Jane Eyre") == []

@@ -34,7 +34,14 @@ from controlroom.tools.vocabulary import (
     FactKind,
     checkability,
 )
-from controlroom.tools.voices import FIRST_PERSON, SECOND_PERSON, Voices, sections, voices_of
+from controlroom.tools.voices import (
+    FIRST_PERSON,
+    SECOND_PERSON,
+    Voices,
+    sections,
+    untagged_speech,
+    voices_of,
+)
 
 _WORD = re.compile(r"[A-Za-z]+(?:[-'’][A-Za-z]+)*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]|--")
@@ -174,6 +181,8 @@ class _Reader:
         written = sections(self.doc, self.cast)
         #: Who each earlier paragraph named in its narration, the nearest last.
         named_before: list[frozenset[str]] = []
+        #: Who spoke each paragraph of the exchange running up to this one (None: unknown).
+        turns: list[str | None] = []
         for block_index, indexes in by_block.items():
             block = self.doc.blocks[block_index]
             block_mentions = _people(self.cast, block.text)
@@ -184,6 +193,18 @@ class _Reader:
                 self.narrator,
                 written.get(block_index),
             )
+            if (
+                voices.speaker is None
+                and len(turns) >= 2
+                and turns[-2] is not None
+                and turns[-1] is not None
+                and turns[-2] != turns[-1]
+                and untagged_speech(block.text, voices.quotes)
+            ):
+                # "“Ten years.”" after two tagged turns: a two-person exchange goes on, so
+                # the one who spoke two paragraphs back speaks, to the one who spoke last.
+                voices = voices.taking_turn(turns[-2], turns[-1])
+            turns = [*turns, voices.speaker] if voices.quotes else []
             told = [(s, entity) for s, _, entity in block_mentions if not inside(voices.quotes, s)]
             earlier = tuple(reversed(named_before[-_PARAGRAPHS_BACK:]))
             named_before.append(frozenset(entity for _, entity in told if entity != self.narrator))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from controlroom.tools.canon import Cast, Gender
 from controlroom.tools.stopping import checkpoint
@@ -154,6 +154,21 @@ class Voices:
 
     def quote_at(self, offset: int) -> tuple[int, int] | None:
         return next(((s, e) for s, e in self.quotes if s <= offset < e), None)
+
+    def taking_turn(self, speaker: str, addressee: str) -> Voices:
+        """This paragraph's speech as the next turn of a two-person exchange: `speaker`
+        says it, to `addressee` unless it names someone else."""
+        return replace(
+            self,
+            speaker=speaker,
+            addressees=tuple((s, e, a or addressee) for s, e, a in self.addressees),
+        )
+
+
+def untagged_speech(text: str, quotes: tuple[tuple[int, int], ...]) -> bool:
+    """A paragraph of speech alone: quotes, and no word outside them (no tag, no
+    narration)."""
+    return bool(quotes) and not _outside_words(text, quotes)
 
 
 def voices_of(
