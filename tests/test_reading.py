@@ -422,3 +422,17 @@ def test_an_untagged_line_of_a_two_person_exchange_is_the_next_turn() -> None:
     # A third voice, or narration between, ends the exchange: nobody is guessed.
     broken = text.replace("\n\n“And", "\n\nHe paused.\n\n“And")
     assert conflicts(broken, JANE_HANDED, ROCHESTER_FACTS, narrator="Jane Eyre") == []
+
+
+def test_feature_lists_dash_appositions_and_measures_with_adjectives_reach_their_owner() -> None:
+    arthur = "# Arthur Holmwood\n- **Aliases:** Arthur\n- **Pronouns:** he\n- **Eyes:** grey\n"
+    arthur += "- **Hair:** curly brown\n"
+    said = "Arthur came in, with the strong jaw and the brown eyes and the good forehead.\n"
+    assert conflicts(said, arthur) == ["Arthur Holmwood:eyes:brown"]
+    assert conflicts("Arthur looked at the brown eyes of the portrait.\n", arthur) == []
+    said = "Arthur--an old, black-haired, mahogany-faced sailor--came forward.\n"
+    assert conflicts(said, arthur) == ["Arthur Holmwood:hair:black-haired"]
+    said = "Arthur wore a solid, sticky bob of black hair.\n"
+    assert conflicts(said, arthur) == []  # "wore" is no link: whose bob is not read
+    said = "Arthur came in with a solid, sticky bob of black hair.\n"
+    assert conflicts(said, arthur) == ["Arthur Holmwood:hair:black"]

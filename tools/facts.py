@@ -76,7 +76,8 @@ _PHRASE_MODIFIER_BLOCKERS = frozenset(
 #: Nouns a height word may describe attributively: "a tall gentleman", "a short man".
 _PERSON_NOUNS = frozenset(
     "man men woman women gentleman gentlemen lady ladies girl boy fellow person figure child "
-    "creature youth lad lass maiden".split()
+    "creature youth lad lass maiden sailor seaman soldier officer doctor lawyer clerk servant "
+    "stranger farmer maid widow priest parson merchant traveller visitor personage".split()
 )
 _OBJECT_PRONOUNS = frozenset("me him her us them".split())
 _ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
@@ -84,6 +85,10 @@ _ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
 _ATTRIBUTIVE_ADJECTIVES_MAX = 2
 #: Words a walk back to a predicate's subject passes: "he was, and who … young man".
 _SUBJECT_WALK_WORDS = frozenset("who and young man woman to me".split())
+_DASH = re.compile(r"--|—|–")
+#: How far back a list of features may run to its "with": "with the strong jaw and the
+#: good forehead and the brown eyes".
+_FEATURE_LIST_WORDS = 10
 #: Nouns that measure hair: "a shock of ginger hair".
 _QUANTITY_NOUNS = frozenset("shock mop mass head crop tangle mane thatch bob shag fringe".split())
 #: Adjectives joined to a predicate by "and" or commas: "was thin, pale and tall".
@@ -522,15 +527,47 @@ class _Context:
                 if prev.low == "whose" and start > 1:
                     # "Jane, whose dark hair had been much admired"
                     return self._mention_at(tokens[start - 2])
+                if prev.low == "the":
+                    # "with the strong jaw and the brown eyes": a list of features after
+                    # "with" or "had" is its clause subject's
+                    return self._listed_feature_owner(tokens, start - 1, spoken)
             if prev.low == "of" and start > 1 and tokens[start - 2].low in _QUANTITY_NOUNS:
-                # "with a shock of ginger hair", "his mop of black hair": whose the shock is
-                measure = self._modifiers_from(tokens, start - 2)
+                # "with a shock of ginger hair", "a solid, sticky bob of black hair"
+                measure = start - 2
+                while (
+                    measure > 0
+                    and start - 2 - measure < _ATTRIBUTIVE_ADJECTIVES_MAX
+                    and self._plain(tokens[measure - 1])
+                    and tokens[measure - 1].low not in _PHRASE_MODIFIER_BLOCKERS
+                    and self._gap_ok(tokens[measure - 1], tokens[measure])
+                ):
+                    measure -= 1
                 if measure and tokens[measure - 1].low in ("a", "an", "the"):
                     measure -= 1
                 return self._owner_of(tokens, measure, cue)
         after = cue + 1
         if after + 1 < len(tokens) and tokens[after].low == "of":
             return self._mention_at(tokens[after + 1])
+        return None
+
+    def _listed_feature_owner(self, tokens: list[_Tok], the: int, spoken: bool) -> str | None:
+        """Whose "the brown eyes" are in "… with the strong jaw and the brown eyes": the
+        list must run back, through "and" and plain words only, to "with", "had" or "has"."""
+        j = the - 1
+        joined = 0
+        while j >= 0 and the - j <= _FEATURE_LIST_WORDS:
+            if not self._gap_ok(tokens[j], tokens[j + 1]):
+                return None
+            word = tokens[j]
+            if word.low in _SUBJECT_LINKS:
+                return self._clause_subject(tokens, j, spoken) if joined else None
+            if word.low == "and":
+                joined += 1
+            elif word.low != "the" and (
+                not self._plain(word) or word.low in _PHRASE_MODIFIER_BLOCKERS
+            ):
+                return None
+            j -= 1
         return None
 
     def _modifiers_from(self, tokens: list[_Tok], i: int) -> int:
@@ -612,6 +649,9 @@ class _Context:
         while j >= 0 and i - j <= 8:
             gap = self.text[tokens[j].end : tokens[j + 1].start]
             if _CLAUSE_BREAK.search(gap):
+                if tokens[j + 1].low in ("a", "an") and _DASH.fullmatch(gap.strip()):
+                    # "Morgan--an old, grey-haired, mahogany-faced sailor--came forward"
+                    return self._mention_at(tokens[j]), negated
                 return None, False
             word = tokens[j]
             if word.low in _HEDGES:
