@@ -436,3 +436,20 @@ def test_feature_lists_dash_appositions_and_measures_with_adjectives_reach_their
     assert conflicts(said, arthur) == []  # "wore" is no link: whose bob is not read
     said = "Arthur came in with a solid, sticky bob of black hair.\n"
     assert conflicts(said, arthur) == ["Arthur Holmwood:hair:black"]
+
+
+def test_this_was_a_gentleman_with_is_the_one_just_named_and_the_man_with_is_not() -> None:
+    lanyon = "# Hastie Lanyon\n- **Aliases:** Dr. Lanyon\n- **Pronouns:** he\n- **Hair:** white\n"
+    said = (
+        "Dr. Lanyon sat alone. This was a hearty, red-faced gentleman, with a shock of {} hair.\n"
+    )
+    assert conflicts(said.format("ginger"), lanyon) == ["Hastie Lanyon:hair:ginger"]
+    assert conflicts(said.format("white"), lanyon) == []
+    # The lady of "this was a lady" is not the man just named.
+    assert conflicts(said.format("ginger").replace("gentleman", "lady"), lanyon) == []
+    assert conflicts("Dr. Lanyon looked at the man with ginger hair.\n", lanyon) == []
+    bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Hair:** fair\n"
+    said = "I remember her as a slim young woman, with black hair."
+    assert conflicts(f"Bessie Lee came in. {said}\n", bessie, narrator="Jane") == [
+        "Bessie Lee:hair:black"
+    ]

@@ -81,6 +81,13 @@ _PERSON_NOUNS = frozenset(
 )
 _OBJECT_PRONOUNS = frozenset("me him her us them".split())
 _ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
+#: The gender a person noun gives "this" in "This was a hearty … gentleman".
+_NOUN_GENDERS: dict[str, Gender] = {
+    **dict.fromkeys(
+        "man gentleman boy fellow lad youth sailor seaman soldier priest parson".split(), "he"
+    ),
+    **dict.fromkeys("woman lady girl lass maiden maid widow".split(), "she"),
+}
 #: Adjectives passed over inside "a sturdy straw-haired man".
 _ATTRIBUTIVE_ADJECTIVES_MAX = 2
 #: Words a walk back to a predicate's subject passes: "he was, and who … young man".
@@ -609,7 +616,21 @@ class _Context:
 
     def _clause_subject(self, tokens: list[_Tok], at: int, spoken: bool) -> str | None:
         j = at - 1
-        while j >= 0 and at - j <= 6 and self._gap_ok(tokens[j], tokens[j + 1]):
+        gender: Gender | None = None  # of the person noun passed, for "this was a man"
+        skipped = 0  # words of a predicate noun phrase passed: "was a hearty … gentleman"
+        while j >= 0 and at - j - skipped <= 6 and self._gap_ok(tokens[j], tokens[j + 1]):
+            if tokens[j].low in _PERSON_NOUNS:
+                # "the man with black hair" is the man's: only a predicate noun ("this was a
+                # hearty, red-faced gentleman, with a shock of hair") leads on to a subject.
+                article = self._predicate_article(tokens, j)
+                if article is None:
+                    return None
+                gender = _NOUN_GENDERS.get(tokens[j].low)
+                skipped += j - article + 1
+                j = article - 1
+                continue
+            if tokens[j].low in ("this", "that") and gender is not None and not spoken:
+                return self._resolve(gender, tokens[j].start)
             entity = self._mention_at(tokens[j])
             if entity:
                 return entity
@@ -621,6 +642,18 @@ class _Context:
             if tokens[j].low in _SUBJECTS and not spoken:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
             j -= 1
+        return None
+
+    def _predicate_article(self, tokens: list[_Tok], noun: int) -> int | None:
+        """Where "a" or "an" opens the noun phrase ending at the person noun `noun`, when a
+        verb of being or "as" stands before it ("was a … gentleman", "as a … woman")."""
+        k = noun - 1
+        while k > 0 and noun - k <= 5 and self._gap_ok(tokens[k], tokens[k + 1]):
+            if tokens[k].low in ("a", "an"):
+                return k if tokens[k - 1].low in _COPULAS | {"as"} else None
+            if not self._plain(tokens[k]) or tokens[k].low in _PHRASE_MODIFIER_BLOCKERS:
+                return None
+            k -= 1
         return None
 
     def _subject_of(self, tokens: list[_Tok], i: int) -> tuple[str | None, bool]:
