@@ -119,7 +119,7 @@ def list_runs(request: Request) -> JSONResponse:
     queries = _queries(request)
     rows = queries.runs(status, recipe_id, limit, before)
     response = _json(rows)
-    if limit is not None and rows and queries.count_runs(status, recipe_id, rows[0].run_id):
+    if limit is not None and rows and queries.any_runs_before(status, recipe_id, rows[0].run_id):
         # The page of older runs: the same filters, before the oldest run on this one.
         older = {k: v for k, v in params.items() if k != "before"} | {"before": rows[0].run_id}
         response.headers["Link"] = f'</api/runs?{urlencode(older)}>; rel="next"'

@@ -85,6 +85,11 @@ def make_workspace(folder: Path) -> Path:
     for step in main_job["phase_b"]:
         if step.get("kind") == "write_file":
             step["mode"] = "replace"
+    for step in main_job["phase_a"]:
+        if step.get("tool") == "outline_analyzer":
+            # The draft is replaced on purpose here: the check that refuses to draft a
+            # scene already written (before any model call) would stop the second run.
+            step["args"]["drafting"] = False
     (overrides / "creative_draft_scene.json").write_text(json.dumps(main_job))
     return target
 

@@ -117,6 +117,11 @@ def workspace_copy() -> Iterator[Path]:
         for step in main_job["phase_b"]:
             if step.get("kind") == "write_file":
                 step["mode"] = "replace"
+        for step in main_job["phase_a"]:
+            if step.get("tool") == "outline_analyzer":
+                # Replaced on purpose: the check that refuses to draft a scene already
+                # written (before any model call) would stop every run after the first.
+                step["args"]["drafting"] = False
         (overrides / "creative_draft_scene.json").write_text(json.dumps(main_job))
         yield target
 

@@ -42,6 +42,10 @@ class Queries:
             rows = runs.list_runs(self.conn, status, recipe_id, limit, before)
         return [RunSummary.model_validate(row) for row in rows]
 
+    def any_runs_before(self, status: str | None, recipe_id: str | None, before: str) -> bool:
+        with self.lock:
+            return runs_list.any_before(self.conn, status, recipe_id, before)
+
     def count_runs(
         self, status: str | None = None, recipe_id: str | None = None, before: str | None = None
     ) -> int:

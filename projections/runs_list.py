@@ -74,5 +74,17 @@ def count_runs(
     return int(count)
 
 
+def any_before(conn: Executes, status: str | None, recipe_id: str | None, before: str) -> bool:
+    """Whether any matching run was created before the run `before` (one index probe, where
+    counting them reads them all)."""
+    wanted = {"status": status, "recipe_id": recipe_id}
+    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
+    params: list[Any] = [value for value in wanted.values() if value is not None]
+    row = conn.execute(
+        f"SELECT 1 FROM runs WHERE {' AND '.join([*where, _BEFORE])} LIMIT 1", [*params, before]
+    ).fetchone()
+    return row is not None
+
+
 def has_run(conn: Executes, run_id: str) -> bool:
     return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is not None
