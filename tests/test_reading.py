@@ -453,3 +453,17 @@ def test_this_was_a_gentleman_with_is_the_one_just_named_and_the_man_with_is_not
     assert conflicts(f"Bessie Lee came in. {said}\n", bessie, narrator="Jane") == [
         "Bessie Lee:hair:black"
     ]
+
+
+def test_the_word_lists_are_kept_built_and_rebuilt_when_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controlroom.tools import wordlist
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = wordlist._kept("proper", lambda: frozenset(f"Name{i}" for i in range(2000)))
+    kept = next((tmp_path / "controlroom" / "wordlists").glob("proper-*.txt"))
+    assert wordlist._kept("proper", lambda: frozenset()) == built  # read back, not built
+    kept.write_text("Half")  # a damaged file is built again, and replaced
+    again = wordlist._kept("proper", lambda: frozenset(f"Other{i}" for i in range(2000)))
+    assert "Other1" in again and "Other1" in kept.read_text()

@@ -1,20 +1,66 @@
 """A real English word list (Webster's Second, from the pinned `english-words` package).
 
 Only its lower-case entries are words: its capitalised ones are proper names ("Sybil"), which
-a misspelt character name may well coincide with. Loaded once, on first use (~0.2 s).
+a misspelt character name may well coincide with. The package's list takes ~0.6 s to load
+and split, in every process that reads a manuscript's names; so the two sets are kept, once
+built, as plain files under the user's cache folder (`$XDG_CACHE_HOME/controlroom`, else
+`~/.cache/controlroom`), named by the package's version, and read from there (~20 ms). A
+cache that cannot be written or read is rebuilt in memory: slower, never wrong.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import os
+import tempfile
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
+
+#: Fewer words than any of the lists holds: a kept file this short is not one of them.
+_FEWEST_WORDS = 1000
+
+
+def _cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "controlroom" / "wordlists"
+
+
+def _kept(name: str, build: Callable[[], frozenset[str]]) -> frozenset[str]:
+    """`build()`, kept as a file of one word a line under a name its source's version
+    fixes: a new `english-words` release builds it afresh."""
+    try:
+        version = importlib.metadata.version("english-words")
+        path = _cache_folder() / f"{name}-{version}.txt"
+        kept = frozenset(path.read_text(encoding="utf-8").split("\n"))
+        if len(kept) >= _FEWEST_WORDS:  # else damaged: built again
+            return kept
+    except (OSError, ValueError, importlib.metadata.PackageNotFoundError):
+        pass
+    words = build()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written whole, then renamed: a process reading it never sees half a list.
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
+        ) as out:
+            out.write("\n".join(sorted(words)))
+        os.replace(out.name, path)
+    except (OSError, NameError):
+        pass
+    return words
+
+
+def _web2() -> set[str]:
+    words = importlib.import_module("english_words")
+    every: set[str] = words.get_english_words_set(["web2"], lower=False)
+    return every
 
 
 @cache
 def common_words() -> frozenset[str]:
-    words = importlib.import_module("english_words")
-    every: set[str] = words.get_english_words_set(["web2"], lower=False)
-    return frozenset(w for w in every if w.islower())
+    return _kept("common", lambda: frozenset(w for w in _web2() if w.islower()))
 
 
 def is_common_word(word: str) -> bool:
@@ -26,10 +72,12 @@ def is_common_word(word: str) -> bool:
 def proper_names() -> frozenset[str]:
     """The list's capitalised entries that are not also ordinary words: "Helen", "Estella"
     (and some places and days: "Paris", "Sunday")."""
-    words = importlib.import_module("english_words")
-    every: set[str] = words.get_english_words_set(["web2"], lower=False)
-    ordinary = common_words()
-    return frozenset(w for w in every if w[:1].isupper() and w.lower() not in ordinary)
+
+    def build() -> frozenset[str]:
+        ordinary = common_words()
+        return frozenset(w for w in _web2() if w[:1].isupper() and w.lower() not in ordinary)
+
+    return _kept("proper", build)
 
 
 def is_given_name(word: str) -> bool:
