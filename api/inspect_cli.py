@@ -131,10 +131,8 @@ def cmd_slot(ns: argparse.Namespace) -> int:
 
 def cmd_runs(ns: argparse.Namespace) -> int:
     ctx = open_context(ns)
-    limit = getattr(ns, "limit", 0) or None
-    before = getattr(ns, "before", None)
     with read_views(ctx) as views:
-        rows = views.query.runs(ns.status, ns.recipe, limit, before)
+        rows = views.query.runs(ns.status, ns.recipe, ns.limit or None, ns.before)
         older = views.query.count_runs(ns.status, ns.recipe, rows[0].run_id) if rows else 0
     if ns.json:
         emit_json([r.model_dump(mode="json") for r in rows])

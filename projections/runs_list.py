@@ -27,6 +27,23 @@ class Executes(Protocol):
     def execute(self, sql: str, params: Any = ..., /) -> Any: ...
 
 
+def _matching(
+    status: str | None, recipe_id: str | None, before: str | None
+) -> tuple[list[str], list[Any]]:
+    """The conditions and parameters that pick the runs asked for."""
+    wanted = {"status": status, "recipe_id": recipe_id}
+    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
+    params: list[Any] = [value for value in wanted.values() if value is not None]
+    if before is not None:
+        where.append(_BEFORE)
+        params.append(before)
+    return where, params
+
+
+def _where(conditions: list[str]) -> str:
+    return f"WHERE {' AND '.join(conditions)} " if conditions else ""
+
+
 def list_runs(
     conn: Executes,
     status: str | None,
@@ -37,22 +54,13 @@ def list_runs(
     """The runs that match, oldest first: all of them, or with `limit` the newest `limit`
     of those created before the run `before` (a page; the index on (created_at, run_id)
     serves it without reading the rest)."""
-    wanted = {"status": status, "recipe_id": recipe_id}
-    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
-    params: list[Any] = [value for value in wanted.values() if value is not None]
-    if before is not None:
-        where.append(_BEFORE)
-        params.append(before)
-    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    where, params = _matching(status, recipe_id, before)
+    select = f"SELECT {', '.join(SUMMARY)} FROM runs {_where(where)}"
     if limit is None:
-        rows = conn.execute(
-            f"SELECT {', '.join(SUMMARY)} FROM runs {clause}ORDER BY created_at, run_id", params
-        ).fetchall()
+        rows = conn.execute(f"{select}ORDER BY created_at, run_id", params).fetchall()
     else:
         rows = conn.execute(
-            f"SELECT {', '.join(SUMMARY)} FROM runs {clause}"
-            "ORDER BY created_at DESC, run_id DESC LIMIT ?",
-            [*params, limit],
+            f"{select}ORDER BY created_at DESC, run_id DESC LIMIT ?", [*params, limit]
         ).fetchall()
         rows = list(reversed(rows))
     return [dict(zip(SUMMARY, row, strict=True)) for row in rows]
@@ -62,28 +70,16 @@ def count_runs(
     conn: Executes, status: str | None, recipe_id: str | None, before: str | None = None
 ) -> int:
     """How many runs match (created before the run `before`, when given)."""
-    wanted = {"status": status, "recipe_id": recipe_id}
-    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
-    params: list[Any] = [value for value in wanted.values() if value is not None]
-    if before is not None:
-        where.append(_BEFORE)
-        params.append(before)
-    (count,) = conn.execute(
-        f"SELECT count(*) FROM runs {'WHERE ' + ' AND '.join(where) if where else ''}", params
-    ).fetchone()
+    where, params = _matching(status, recipe_id, before)
+    (count,) = conn.execute(f"SELECT count(*) FROM runs {_where(where)}", params).fetchone()
     return int(count)
 
 
 def any_before(conn: Executes, status: str | None, recipe_id: str | None, before: str) -> bool:
     """Whether any matching run was created before the run `before` (one index probe, where
     counting them reads them all)."""
-    wanted = {"status": status, "recipe_id": recipe_id}
-    where = [f"{column} = ?" for column, value in wanted.items() if value is not None]
-    params: list[Any] = [value for value in wanted.values() if value is not None]
-    row = conn.execute(
-        f"SELECT 1 FROM runs WHERE {' AND '.join([*where, _BEFORE])} LIMIT 1", [*params, before]
-    ).fetchone()
-    return row is not None
+    where, params = _matching(status, recipe_id, before)
+    return conn.execute(f"SELECT 1 FROM runs {_where(where)}LIMIT 1", params).fetchone() is not None
 
 
 def has_run(conn: Executes, run_id: str) -> bool:

@@ -4,31 +4,21 @@ lists a page, not every run."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.live import live_server
-from tests.test_cli_e2e import CLI
+from tests.test_cli_e2e import as_json, cli
 from tests.test_startup import probe
 
 
 @pytest.fixture
 def three_runs(workspace: Path) -> tuple[Path, list[str]]:
-    ids = []
-    for _ in range(3):
-        done = subprocess.run(
-            [CLI, "run", "structural_canon", "-w", str(workspace), "-q", "--json"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        ids.append(json.loads(done.stdout)["run_id"])
-    return workspace, ids  # oldest first
+    runs = [cli("run", "structural_canon", "-w", str(workspace), "-q", "--json") for _ in "abc"]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    return workspace, [as_json(r)["run_id"] for r in runs]  # oldest first
 
 
 def _listed(output: str) -> list[str]:
@@ -58,21 +48,9 @@ def test_a_page_before_an_unknown_run_or_of_no_size_is_refused(
     three_runs: tuple[Path, list[str]],
 ) -> None:
     workspace, _ = three_runs
-    unknown = subprocess.run(
-        [CLI, "runs", "--before", "run_nosuchrun", "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert unknown.returncode != 0 and "run_nosuchrun" in unknown.stderr
-    negative = subprocess.run(
-        [CLI, "runs", "--limit", "-1", "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    unknown = cli("runs", "--before", "run_nosuchrun", "-w", str(workspace))
+    assert unknown.returncode == 64 and "no run 'run_nosuchrun'" in unknown.stderr  # as `show`
+    negative = cli("runs", "--limit", "-1", "-w", str(workspace))
     assert negative.returncode == 64 and "--limit" in negative.stderr  # a usage error
 
 

@@ -322,26 +322,32 @@ class Cast:
         titled, known = HONORIFICS[word], self.genders.get(entity)
         return titled is not None and known is not None and titled != known
 
-    def strangers(self, text: str) -> list[tuple[int, int, Gender | None]]:
-        """(start, end, gender) of each titled name no card gives ("Mr. Collins"), and of
-        each given name and surname no card gives ("Helen Burns", gender unknown): someone
-        the cast does not know is still someone a pronoun may mean."""
-        taken = [(s, e) for s, e, _ in self.mentions(text)]
-        found: list[tuple[int, int, Gender | None]] = []
+    def people(
+        self, text: str
+    ) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, Gender | None]]]:
+        """Who `text` names: (start, end, entity) of each name in the cast, a titled slip
+        of one included ("Dr. Livesy" is the doctor); and (start, end, gender) of each
+        stranger: a titled name no card gives ("Mr. Collins"), or a given name and surname
+        no card gives ("Helen Burns", gender unknown), someone a pronoun may mean too."""
+        named = self.mentions(text)
+        taken = [(s, e) for s, e, _ in named]
+        strangers: list[tuple[int, int, Gender | None]] = []
         for match in TITLED_NAME.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
-            if self.slip_of(match.group("name")) is not None:
-                continue  # "Dr. Livesy": the doctor misspelt, whom `slip_of` names
-            title = match.group("title").lower()
-            found.append((match.start(), match.end(), HONORIFICS.get(title)))
             taken.append((match.start(), match.end()))
+            entity = self.slip_of(match.group("name"))
+            if entity is not None:
+                named.append((match.start(), match.end(), entity))
+            else:
+                title = match.group("title").lower()
+                strangers.append((match.start(), match.end(), HONORIFICS.get(title)))
         for match in _FULL_NAME.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
             if is_given_name(match.group(1)) and not is_common_word(match.group(2)):
-                found.append((match.start(), match.end(), None))
-        return sorted(found)
+                strangers.append((match.start(), match.end(), None))
+        return named, strangers
 
     def slip_of(self, word: str) -> str | None:
         """The one entity whose name `word` is a slip of ("Livesy" for "Livesey"): the same
@@ -357,18 +363,6 @@ class Cast:
             and SequenceMatcher(None, lowered, name).ratio() >= _SLIP_RATIO
         }
         return next(iter(found)) if len(found) == 1 else None
-
-    def titled_slips(self, text: str) -> list[tuple[int, int, str]]:
-        """(start, end, entity) of each titled name that misspells a cast name: "Dr. Livesy"."""
-        taken = [(s, e) for s, e, _ in self.mentions(text)]
-        found = []
-        for match in TITLED_NAME.finditer(text):
-            if any(s < match.end() and match.start() < e for s, e in taken):
-                continue
-            entity = self.slip_of(match.group("name"))
-            if entity is not None:
-                found.append((match.start(), match.end(), entity))
-        return found
 
     @cached_property
     def _words_of(self) -> dict[str, frozenset[str]]:

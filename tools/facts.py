@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -192,7 +192,7 @@ class _Reader:
             by_block.setdefault(sentence.block, []).append(index)
         written = sections(self.doc, self.cast)
         #: Who each earlier paragraph named in its narration, the nearest last.
-        named_before: list[frozenset[str]] = []
+        named_before: deque[frozenset[str]] = deque(maxlen=_PARAGRAPHS_BACK)
         #: Who spoke each paragraph of the exchange running up to this one (None: unknown).
         turns: list[str | None] = []
         for block_index, indexes in by_block.items():
@@ -218,7 +218,7 @@ class _Reader:
                 voices = voices.taking_turn(turns[-2], turns[-1])
             turns = [*turns, voices.speaker] if voices.quotes else []
             told = [(s, entity) for s, _, entity in block_mentions if not inside(voices.quotes, s)]
-            earlier = tuple(reversed(named_before[-_PARAGRAPHS_BACK:]))
+            earlier = tuple(reversed(named_before))
             named_before.append(frozenset(entity for _, entity in told if entity != self.narrator))
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             for index in indexes:
@@ -942,9 +942,8 @@ def _people(cast: Cast, text: str) -> list[tuple[int, int, str]]:
     """The cast's mentions (a titled slip, "Dr. Livesy", is the doctor still) and the titled
     strangers ("Mr. Collins") in `text`, in order: a pronoun with a stranger in play is not
     pinned on the one carded person nearby."""
-    found = cast.mentions(text) + cast.titled_slips(text)
-    found += [(start, end, _STRANGER + (g or "")) for start, end, g in cast.strangers(text)]
-    return sorted(found)
+    named, strangers = cast.people(text)
+    return sorted(named + [(start, end, _STRANGER + (g or "")) for start, end, g in strangers])
 
 
 def _gender_of(cast: Cast, entity: str) -> Gender | None:

@@ -31,25 +31,34 @@ def _kept(name: str, build: Callable[[], frozenset[str]]) -> frozenset[str]:
     """`build()`, kept as a file of one word a line under a name its source's version
     fixes: a new `english-words` release builds it afresh."""
     try:
-        version = importlib.metadata.version("english-words")
-        path = _cache_folder() / f"{name}-{version}.txt"
+        path = _cache_folder() / f"{name}-{importlib.metadata.version('english-words')}.txt"
+    except importlib.metadata.PackageNotFoundError:
+        return build()
+    try:
         kept = frozenset(path.read_text(encoding="utf-8").split("\n"))
         if len(kept) >= _FEWEST_WORDS:  # else damaged: built again
             return kept
-    except (OSError, ValueError, importlib.metadata.PackageNotFoundError):
+    except (OSError, ValueError):
         pass
     words = build()
+    _keep(path, words)
+    return words
+
+
+def _keep(path: Path, words: frozenset[str]) -> None:
+    """Written whole, then renamed: a process reading the file never sees half a list."""
+    temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Written whole, then renamed: a process reading it never sees half a list.
         with tempfile.NamedTemporaryFile(
             "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
         ) as out:
+            temporary = out.name
             out.write("\n".join(sorted(words)))
-        os.replace(out.name, path)
-    except (OSError, NameError):
-        pass
-    return words
+        os.replace(temporary, path)
+    except OSError:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
 
 
 def _web2() -> set[str]:
