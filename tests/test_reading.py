@@ -455,6 +455,85 @@ def test_this_was_a_gentleman_with_is_the_one_just_named_and_the_man_with_is_not
     ]
 
 
+MARTHA = "# Martha Quill\n- **Aliases:** Martha\n- **Pronouns:** she\n- **Eyes:** brown\n"
+MARTHA += "- **Hair:** fair\n- **Height:** tall\n- **Handedness:** right-handed\n"
+SILAS = "# Silas Brand\n- **Aliases:** Silas, Mr. Brand\n- **Pronouns:** he\n- **Height:** short\n"
+SILAS += "- **Hair:** grey\n- **Handedness:** right-handed\n"
+
+
+def test_a_second_feature_after_and_shares_the_first_ones_owner() -> None:
+    said = "Martha was a quiet girl with grey eyes and black hair.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey", "Martha Quill:hair:black"]
+    said = "I have grey eyes and a great deal of black hair."
+    assert conflicts(said, MARTHA, narrator="Martha Quill") == [
+        "Martha Quill:eyes:grey",
+        "Martha Quill:hair:black",
+    ]
+    # A stranger's features are nobody's, the second as the first.
+    assert conflicts("Martha saw a man with grey eyes and black hair.\n", MARTHA) == []
+
+
+def test_wishes_and_questions_state_nothing() -> None:
+    said = "How I wished, that night, that I had grey eyes and black hair!"
+    assert conflicts(said, MARTHA, narrator="Martha Quill") == []
+    assert conflicts("“Are my eyes really grey?” I asked.", MARTHA, narrator="Martha Quill") == []
+    assert conflicts("“Martha was left-handed?” asked Silas.\n", MARTHA, SILAS) == []
+
+
+def test_a_pronoun_nobody_before_answers_is_the_one_person_named_after_it() -> None:
+    said = "Her hair was black, her eyes a deep grey; Martha did not look up.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:hair:black", "Martha Quill:eyes:grey"]
+    # Someone of her sex in the paragraph before may be meant: nothing is guessed.
+    before = "Bessie came in with the tea.\n\n"
+    bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n"
+    assert conflicts(before + said, MARTHA, bessie) == []
+
+
+def test_height_above_or_below_the_middle_in_feet_or_towering() -> None:
+    assert conflicts("Silas was a man rather above the middle height.\n", SILAS) == [
+        "Silas Brand:height:above the middle height"
+    ]
+    assert conflicts("Silas stood six feet and two inches in his boots.\n", SILAS) == [
+        "Silas Brand:height:six feet and two inches"
+    ]
+    assert conflicts("Silas stood six feet away from the door.\n", SILAS) == []
+    assert conflicts("Silas was five feet eight.\n", SILAS) == []  # neither, for a man
+    assert conflicts("Mr. Brand towered over the clerks.\n", SILAS) == [
+        "Silas Brand:height:towered"
+    ]
+    assert conflicts("Silas was the tallest man in the parish.\n", SILAS) == [
+        "Silas Brand:height:tallest"
+    ]
+    # "a little gentleman" is as often praise; "a little, bent old gentleman" is short.
+    assert conflicts("Martha called him a little gentleman. Silas bowed.\n", SILAS) == []
+    assert conflicts("Silas was a little, bent old gentleman.\n", MARTHA, SILAS) == []
+    assert conflicts("Martha was a little, bent old woman.\n", MARTHA) == [
+        "Martha Quill:height:little"
+    ]
+
+
+def test_handedness_by_habit_or_adverb_and_a_left_hander() -> None:
+    said = "Silas wrote, as he always did, with his left hand.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:handedness:left hand, by habit"]
+    assert conflicts("Silas took the cup in his left hand.\n", SILAS) == []  # once
+    assert conflicts("Silas cut the bread left-handed, as his mother had.\n", SILAS) == [
+        "Silas Brand:handedness:left-handed"
+    ]
+    assert conflicts("Silas paid Martha a left-handed compliment.\n", SILAS, MARTHA) == []
+    assert conflicts("I was a natural left-hander.", MARTHA, narrator="Martha Quill") == [
+        "Martha Quill:handedness:left-hander"
+    ]
+
+
+def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
+    said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]
+    said = "Martha took off her bonnet; her hair was cut short, and it was a bright red.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:hair:red"]
+    said = "Martha put a hat on her hair, and it was black.\n"
+    assert conflicts(said, MARTHA) == []  # the hat, not the hair
+
+
 def test_the_word_lists_are_kept_built_and_rebuilt_when_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,10 @@ from typing import Any, Final
 from controlroom.tools.canon import Cast, Fact, Gender
 from controlroom.tools.text import Document, inside, read_document
 from controlroom.tools.vocabulary import (
+    EYES,
+    HAIR,
+    HANDEDNESS,
+    HEIGHT,
     KINDS,
     NEGATIONS,
     PREDICATE_WORDS,
@@ -67,7 +71,42 @@ _HEDGES = frozenset(
 )
 _POSSESSIVES: dict[str, Gender | None] = {"his": "he", "her": "she", "their": None}
 _SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": None}
-_SUBJECT_LINKS = frozenset("with had has having".split())
+_SUBJECT_LINKS = frozenset("with had has have having".split())
+#: Words that make what follows a wish or a supposition: "How I wished that I had blue eyes".
+_WISHES = frozenset("wish wished wishes wishing longed yearned if unless supposing suppose".split())
+#: How many words back in its clause a wish may stand: "How I wished, that evening, that I
+#: had blue eyes and golden hair".
+_WISH_WORDS_BACK = 12
+#: "above the middle height", "below the common height".
+_RELATIVE_HEIGHT = {
+    "above": "tall",
+    "over": "tall",
+    "below": "short",
+    "under": "short",
+    "beneath": "short",
+}
+_HEIGHT_NORMS = frozenset("middle common ordinary average usual medium".split())
+#: Values that are nouns of their own: "a natural left-hander".
+_VALUE_NOUNS = frozenset("left-hander right-hander".split())
+_NUMBERS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+#: What may follow a height in feet: "six feet tall", "six feet in his stockings".
+_HEIGHT_CLOSERS = frozenset("tall high in and".split())
+_TOWERING = frozenset("towered towers".split())
+#: Words that may follow an adverb closing its deed: "cut the bread left-handed, as …".
+_AFTER_A_DEED = frozenset("and as like with when because for".split())
+#: Words that make a hand's use a habit: "as always", "for he used no other".
+_HABITUAL = frozenset("always ever invariably habitually habit wont naturally other".split())
+_HABIT_WORDS = 8
+#: Pronouns that stand for a feature named before them: "her hair … it was red".
+_FEATURE_PRONOUNS = {"it": HAIR, "they": EYES}
+_PRONOUN_VALUE_WORDS = 5
+_FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
+_QUESTION_END = re.compile(r"[.!?;:“”\"]")
 _PHRASE_MODIFIER_BLOCKERS = frozenset(
     "the a an his her their its my your our on at to into upon onto towards toward from in of "
     "by for over under through was were is are had has have fell rested turned looked and "
@@ -79,6 +118,8 @@ _PERSON_NOUNS = frozenset(
     "creature youth lad lass maiden sailor seaman soldier officer doctor lawyer clerk servant "
     "stranger farmer maid widow priest parson merchant traveller visitor personage".split()
 )
+#: Nouns of grown people: "a little old gentleman" is a short one.
+_GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
 _OBJECT_PRONOUNS = frozenset("me him her us them".split())
 _ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
 #: The gender a person noun gives "this" in "This was a hearty … gentleman".
@@ -93,11 +134,16 @@ _ATTRIBUTIVE_ADJECTIVES_MAX = 2
 #: Words a walk back to a predicate's subject passes: "he was, and who … young man".
 _SUBJECT_WALK_WORDS = frozenset("who and young man woman to me".split())
 _DASH = re.compile(r"--|—|–")
+#: The longest aside between dashes a walk back to a subject passes over.
+_ASIDE_WORDS = 16
 #: How far back a list of features may run to its "with": "with the strong jaw and the
 #: good forehead and the brown eyes".
 _FEATURE_LIST_WORDS = 10
 #: Nouns that measure hair: "a shock of ginger hair".
-_QUANTITY_NOUNS = frozenset("shock mop mass head crop tangle mane thatch bob shag fringe".split())
+_QUANTITY_NOUNS = frozenset(
+    "shock mop mass masses head crop tangle mane thatch bob shag fringe deal quantity abundance "
+    "wealth profusion cloud".split()
+)
 #: Adjectives joined to a predicate by "and" or commas: "was thin, pale and tall".
 _COORDINATED_MAX = 2
 #: How many words a comma list of predicates may span back to its head.
@@ -302,6 +348,8 @@ class _Context:
                 and not self._before_own_cue(tokens, i, predicate)
             ):
                 owner, negated = self._subject_of(tokens, i)
+                if owner is None and not negated and predicate is HANDEDNESS:
+                    owner = self._doer(tokens, i)
                 if owner:
                     classes = predicate.classes(tok.low)
                     words = tok.low
@@ -311,7 +359,192 @@ class _Context:
                         out.append(
                             (owner, predicate, words, classes, tok.start, tok.start, tok.end)
                         )
-        return out
+            out.extend(self._told_otherwise(tokens, i))
+        return [found for found in out if not self._asked_or_wished(tokens, found[5])]
+
+    def _told_otherwise(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """Height and handedness said without their adjectives: "rather above the middle
+        height", "stood six feet and three inches", "Mr. Frere towered above them", "wrote,
+        as always, with his left hand"."""
+        tok = tokens[i]
+        if not self._plain(tok):
+            return []
+        if tok.low in _RELATIVE_HEIGHT and i + 3 < len(tokens):
+            norm, noun = tokens[i + 2], tokens[i + 3]
+            if (
+                tokens[i + 1].low == "the"
+                and norm.low in _HEIGHT_NORMS
+                and noun.low in STATURE_NOUNS
+                and all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i, i + 3))
+            ):
+                owner, negated = self._subject_of(tokens, i)
+                if owner and not negated:
+                    classes = frozenset({_RELATIVE_HEIGHT[tok.low]})
+                    words = f"{tok.low} the {norm.low} {noun.low}"
+                    return [(owner, HEIGHT, words, classes, tok.start, tok.start, noun.end)]
+        if tok.low in _NUMBERS and i + 1 < len(tokens) and tokens[i + 1].low in ("feet", "foot"):
+            return self._measured(tokens, i)
+        if tok.low in _TOWERING and i:
+            owner = self._doer(tokens, i, ending=False)
+            if owner:
+                return [
+                    (owner, HEIGHT, tok.low, frozenset({"tall"}), tok.start, tok.start, tok.end)
+                ]
+        if tok.low == "hand" and i > 1 and tokens[i - 1].low in ("left", "right"):
+            return self._habitual_hand(tokens, i)
+        if tok.low in _FEATURE_PRONOUNS and i + 1 < len(tokens) and tokens[i + 1].low in _COPULAS:
+            return self._feature_pronoun(tokens, i)
+        return []
+
+    def _feature_pronoun(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """ "her hair was cut short like a boy's, and that it was a bright, unmistakable
+        red": "it" (hair) or "they" (eyes) after the feature in the same sentence, whose
+        owner is read where the feature is named; the value must close its phrase."""
+        kind = _FEATURE_PRONOUNS[tokens[i].low]
+        cue = next((n for n in range(i - 1, -1, -1) if tokens[n].low in kind.cues), None)
+        if cue is None:
+            return []
+        if any(t.low in ("it", "they", "them") for t in tokens[cue + 1 : i]):
+            return []  # another "it" stands between: which one is meant is not clear
+        if kind is EYES and tokens[cue].low != "eyes":
+            return []
+        if cue + 1 >= i or tokens[cue + 1].low not in _COPULAS | _FEATURE_VERBS:
+            return []  # the feature must be its clause's subject: "a hat on her hair; it was"
+        k = i + 2
+        while (
+            k < len(tokens)
+            and k - i <= _PRONOUN_VALUE_WORDS
+            and self._gap_ok(tokens[k - 1], tokens[k])
+        ):
+            word = tokens[k]
+            if kind.classes(word.low):
+                if word.low in _SHADES and k + 1 < len(tokens) and kind.classes(tokens[k + 1].low):
+                    k += 1
+                    continue
+                after = tokens[k + 1] if k + 1 < len(tokens) else None
+                gap = self.text[word.end : after.start] if after is not None else "."
+                if not (_CLAUSE_BREAK.search(gap) or "," in gap):
+                    return []  # "it was black with soot"
+                if any(t.low in _NEGATIONS for t in tokens[i + 1 : k]) or not self._plain(word):
+                    return []
+                owner = self._owner_of(tokens, self._modifiers_from(tokens, cue), cue)
+                if owner is None:
+                    return []
+                return [
+                    (
+                        owner,
+                        kind,
+                        word.low,
+                        kind.classes(word.low),
+                        word.start,
+                        tokens[i].start,
+                        word.end,
+                    )
+                ]
+            if word.low in _PHRASE_MODIFIER_BLOCKERS - {"a", "an"} or not self._plain(word):
+                return []
+            k += 1
+        return []
+
+    def _measured(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """ "stood six feet and three inches in his boots", "being but five feet four": a
+        height in feet is tall from six feet, short at five feet four or under for a man
+        (five feet for a woman or anyone whose card says nothing); between, it says
+        nothing the scale names."""
+        feet = _NUMBERS[tokens[i].low]
+        end = i + 1
+        inches = 0
+        rest = tokens[end + 1 : end + 4]
+        if rest and rest[0].low == "and":
+            rest = rest[1:]
+        if rest and rest[0].low in _NUMBERS:
+            inches = _NUMBERS[rest[0].low]
+            end = tokens.index(rest[0])
+            if end + 1 < len(tokens) and tokens[end + 1].low in ("inches", "inch"):
+                end += 1
+        after = tokens[end + 1] if end + 1 < len(tokens) else None
+        if (
+            after is not None
+            and self._gap_ok(tokens[end], after)
+            and after.low not in _HEIGHT_CLOSERS
+        ):
+            return []  # "six feet away", "six feet of water"
+        owner = self._doer(tokens, i, ending=False)
+        if owner is None:
+            owner, negated = self._subject_of(tokens, i)
+            if negated:
+                return []
+        if owner is None:
+            return []
+        short_under = 65 if _gender_of(self.cast, owner) == "he" else 60
+        height = feet * 12 + inches
+        if height >= 72:
+            classes = frozenset({"tall"})
+        elif height <= short_under:
+            classes = frozenset({"short"})
+        else:
+            return []
+        words = " ".join(t.low for t in tokens[i : end + 1])
+        return [(owner, HEIGHT, words, classes, tokens[i].start, tokens[i].start, tokens[end].end)]
+
+    def _habitual_hand(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """ "wrote, as always, with his left hand", "held her racquet in her left hand, as
+        she always did": a hand used by habit is the hand a person uses; one use is not."""
+        side, own = tokens[i - 1], tokens[i - 2]
+        if own.low not in _ATTRIBUTIVE_POSSESSIVES or not self._gap_ok(own, tokens[i]):
+            return []
+        window = tokens[max(0, i - _HABIT_WORDS) : i + _HABIT_WORDS]
+        if not any(t.low in _HABITUAL for t in window):
+            return []
+        if any(t.low in _NEGATIONS for t in tokens[max(0, i - _HABIT_WORDS) : i]):
+            return []  # "he never wrote with his left hand"; "he used no other" after it
+        owner = self._possessor(own, inside(self.quotes, own.start))
+        if owner is None:
+            return []
+        words = f"{side.low} hand, by habit"
+        return [
+            (owner, HANDEDNESS, words, frozenset({side.low}), side.start, own.start, tokens[i].end)
+        ]
+
+    def _doer(self, tokens: list[_Tok], i: int, *, ending: bool = True) -> str | None:
+        """Who does what the word at `i` qualifies: "Silas cut the bread left-handed",
+        "Mr. Brand towered over the clerks". With `ending`, the word must close its phrase,
+        so "a left-handed compliment" is nobody's."""
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if (
+            ending
+            and nxt is not None
+            and self._gap_ok(tokens[i], nxt)
+            and "," not in self.text[tokens[i].end : nxt.start]
+            and nxt.low not in _AFTER_A_DEED
+        ):
+            return None
+        prev = tokens[i - 1]
+        if not self._gap_ok(prev, tokens[i]):
+            return None
+        if not self._plain(prev):
+            # "Mr. Brand towered": the name itself, for a verb; an adverb needs a deed.
+            return None if ending else self._mention_at(prev)
+        if prev.low in _COPULAS or prev.low in ("a", "an", "the"):
+            return None
+        return self._clause_subject(tokens, i, inside(self.quotes, tokens[i].start))
+
+    def _asked_or_wished(self, tokens: list[_Tok], at: int) -> bool:
+        """Whether the words at `at` are asked ("Are my eyes really green?", "The deceased
+        was right-handed?") or wished ("How I wished that I had blue eyes"): neither says
+        what is."""
+        end = _QUESTION_END.search(self.text, at)
+        if end is not None and end.group(0) == "?":
+            return True
+        index = next((n for n, t in enumerate(tokens) if t.start >= at), len(tokens))
+        for n in range(index - 1, max(-1, index - 1 - _WISH_WORDS_BACK), -1):
+            if _CLAUSE_SEPARATOR.search(
+                self.text, tokens[n].end, tokens[n + 1].start if n + 1 < len(tokens) else at
+            ):
+                return False
+            if tokens[n].low in _WISHES:
+                return True
+        return False
 
     # -- what is said -------------------------------------------------------------------
 
@@ -336,7 +569,16 @@ class _Context:
             return nxt is not None and nxt.low in STATURE_NOUNS
         # "a little girl" is a child, not a short one: "little" counts only closing its
         # clause ("I was very little"); "a small man" is one.
-        before_noun = word != "little" and nxt is not None and nxt.low in _PERSON_NOUNS
+        if word == "little":
+            # "a little, bent, brisk old gentleman" is short; "a little girl" is young, and
+            # "a little woman", "a little gentleman" are as often praise as a measure.
+            before_noun = (
+                nxt is not None
+                and nxt.low not in _PERSON_NOUNS
+                and self._noun_after(tokens, i) in _GROWN_NOUNS
+            )
+        else:
+            before_noun = nxt is not None and nxt.low in _PERSON_NOUNS
         if i and tokens[i - 1].low in ("a", "an") and not before_noun:
             return False  # "a little surprised", "a small room"
         if nxt is None or not self._gap_ok(tokens[i], nxt):
@@ -437,6 +679,16 @@ class _Context:
         if self._simile_at(tokens, k, kind) and self._gap_ok(tokens[k - 1], tokens[k]):
             return [tokens[k + 1]]  # "eyes as blue as the sea"
         linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of"}
+        # "Her hair was black, her eyes a deep blue": the verb of a list's first clause is
+        # understood in the next; the value must then close its phrase.
+        gapped = (
+            not linked
+            and k < len(tokens)
+            and tokens[k].low in ("a", "an")
+            and i > 0
+            and "," in self.text[tokens[i - 2 if i > 1 else 0].end : tokens[i].start]
+        )
+        linked = linked or gapped
         adverb = k < len(tokens) and (
             tokens[k].low in ("nearly", "almost", "quite", "all", "now", "still")
             or (tokens[k].low.endswith("ly") and len(tokens[k].low) > 4)
@@ -449,7 +701,7 @@ class _Context:
         if linked and self._simile_at(tokens, k, kind):
             return [tokens[k + 1]]  # "eyes, which were as black as sloes"
         qualified = 0
-        if linked and tokens[k - 1].low in ("a", "an", "the"):
+        if linked and (tokens[k - 1].low in ("a", "an", "the") or gapped):
             # "was of a lustrous black": a word or two may qualify the value, which must
             # then close the phrase ("was of a lustrous black, and flowing").
             while (
@@ -474,8 +726,9 @@ class _Context:
             last = tokens.index(run[-1])
             after = tokens[last + 1] if last + 1 < len(tokens) else None
             gap = self.text[run[-1].end : after.start] if after is not None else ""
-            if after is not None and not _CLAUSE_BREAK.search(gap) and "," not in gap:
-                return []
+            closed = _CLAUSE_BREAK.search(gap) or "," in gap
+            if after is not None and not closed and after.low not in ("that", "which"):
+                return []  # "eyes of the light hazel that is seen in sailors' faces" closes
         return self._value_words(run, kind)
 
     def _simile_at(self, tokens: list[_Tok], k: int, kind: FactKind) -> bool:
@@ -525,7 +778,19 @@ class _Context:
                 if prev.low in _SUBJECT_LINKS:
                     return self._clause_subject(tokens, start - 1, spoken)
                 if prev.low == "and":
-                    return self._shared_possessive(tokens, start - 1, cue, spoken)
+                    shared = self._shared_possessive(tokens, start - 1, cue, spoken)
+                    before_and = tokens[start - 2] if start > 1 else None
+                    if (
+                        shared is None
+                        and before_and is not None
+                        and before_and.low in _ALL_CUES
+                        and self._gap_ok(before_and, prev)
+                    ):
+                        # "with grey eyes and red hair": the second feature is the first's
+                        return self._owner_of(
+                            tokens, self._modifiers_from(tokens, start - 2), start - 2
+                        )
+                    return shared
                 if prev.low in _ALL_CUES and "," in self.text[prev.end : tokens[start].start]:
                     # "with black hair, dark eyes": a list shares its first item's owner
                     return self._owner_of(
@@ -618,7 +883,18 @@ class _Context:
         j = at - 1
         gender: Gender | None = None  # of the person noun passed, for "this was a man"
         skipped = 0  # words of a predicate noun phrase passed: "was a hearty … gentleman"
-        while j >= 0 and at - j - skipped <= 6 and self._gap_ok(tokens[j], tokens[j + 1]):
+        passed_aside = False
+        while j >= 0 and at - j - skipped <= 6:
+            if not passed_aside and not self._gap_ok(tokens[j], tokens[j + 1]):
+                aside = self._aside_before(tokens, j)
+                if aside is None:
+                    break
+                # "Old Ransome -- we called him old -- had a shock of grey hair"
+                skipped += j - aside
+                j = aside
+                passed_aside = True
+                continue
+            passed_aside = False
             if tokens[j].low in _PERSON_NOUNS:
                 # "the man with black hair" is the man's: only a predicate noun ("this was a
                 # hearty, red-faced gentleman, with a shock of hair") leads on to a subject.
@@ -642,6 +918,22 @@ class _Context:
             if tokens[j].low in _SUBJECTS and not spoken:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
             j -= 1
+        return None
+
+    def _aside_before(self, tokens: list[_Tok], j: int) -> int | None:
+        """Where the words before an aside between dashes end, when `tokens[j]` closes one
+        ("Old Ransome -- we called him old, though I doubt he was fifty -- had"): the aside
+        is passed over, once, if it opened after a word of the same sentence."""
+        if not _DASH.fullmatch(self.text[tokens[j].end : tokens[j + 1].start].strip()):
+            return None
+        k = j - 1
+        while k >= 0 and tokens[k].start >= self.sentence_start and j - k <= _ASIDE_WORDS:
+            gap = self.text[tokens[k].end : tokens[k + 1].start].strip()
+            if _DASH.fullmatch(gap):
+                return k
+            if gap and _CLAUSE_SEPARATOR.search(gap):
+                return None
+            k -= 1
         return None
 
     def _predicate_article(self, tokens: list[_Tok], noun: int) -> int | None:
@@ -675,7 +967,7 @@ class _Context:
         negated = False
         # "a sturdy straw-haired man", "his fine, tall person": before a person noun, the
         # other adjectives of its phrase are passed over up to its article or possessive.
-        attributive = self._noun_after(tokens, i) in _PERSON_NOUNS
+        attributive = tokens[i].low in _VALUE_NOUNS or self._noun_after(tokens, i) in _PERSON_NOUNS
         adjectives = 0
         coordinated = 0
         j = i - 1
@@ -878,7 +1170,7 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 return next(iter(names))
-        return self._carried(gender, before)
+        return self._carried(gender, before) or self._named_after(gender, before)
 
     def _second_person(
         self,
@@ -924,6 +1216,30 @@ class _Context:
                 known = {e for e in fitting if _gender_of(self.cast, e) == gender}
                 return next(iter(known)) if len(fitting) == 1 and known else None
         return None
+
+    def _named_after(self, gender: Gender | None, before: int) -> str | None:
+        """ "Her hair was black, her eyes a deep blue … Miss Challis did not appear to
+        notice": a pronoun nobody before it can answer (in this paragraph or the two before)
+        means the one person of its gender the paragraph's narration names after it."""
+        if gender not in ("he", "she"):
+            return None
+        if any(
+            _compatible(_gender_of(self.cast, e), gender) for names in self.earlier for e in names
+        ):
+            return None
+        if any(s < before and _compatible(_gender_of(self.cast, e), gender) for s, e in self.told):
+            return None
+        if _OBJECTS[gender].search(self.text, 0, before) or _UNNAMED_PERSON[gender].search(
+            self.text, 0, before
+        ):
+            return None
+        later = {
+            e for s, e in self.told if s > before and _compatible(_gender_of(self.cast, e), gender)
+        }
+        if len(later) != 1:
+            return None
+        (entity,) = later
+        return entity if _gender_of(self.cast, entity) == gender else None
 
     def _clause_start(self, before: int) -> int:
         """Where the clause holding offset `before` begins in its sentence: after the last

@@ -165,6 +165,8 @@ HANDEDNESS = FactKind(
         {
             "left-handed": "left",
             "right-handed": "right",
+            "left-hander": "left",
+            "right-hander": "right",
             "ambidextrous": "left right",
             "left": "left",
             "right": "right",
@@ -179,12 +181,14 @@ HEIGHT = FactKind(
     _classes(
         {
             "tall": "tall",
+            "tallest": "tall",
             "towering": "tall",
             "lanky": "tall",
             "lofty": "tall",
             "gigantic": "tall",
             "giant": "tall",
             "short": "short",
+            "shortest": "short",
             "diminutive": "short",
             "small": "short",
             "little": "short",
@@ -223,8 +227,12 @@ _ATTRIBUTE_NAMES = {
 PREDICATE_WORDS: dict[str, FactKind] = {
     "left-handed": HANDEDNESS,
     "right-handed": HANDEDNESS,
+    "left-hander": HANDEDNESS,
+    "right-hander": HANDEDNESS,
     "ambidextrous": HANDEDNESS,
     "tall": HEIGHT,
+    "tallest": HEIGHT,
+    "shortest": HEIGHT,
     "towering": HEIGHT,
     "lanky": HEIGHT,
     "short": HEIGHT,
