@@ -525,6 +525,20 @@ def test_handedness_by_habit_or_adverb_and_a_left_hander() -> None:
     ]
 
 
+def test_eyes_of_a_person_a_pair_of_eyes_and_a_value_in_apposition() -> None:
+    assert conflicts("The grey eyes of Martha filled with tears.\n", MARTHA) == [
+        "Martha Quill:eyes:grey"
+    ]
+    assert conflicts("Martha looked up with a pair of bright grey eyes.\n", MARTHA) == [
+        "Martha Quill:eyes:grey"
+    ]
+    assert conflicts("Martha's hair, a rich black, fell loose.\n", MARTHA) == [
+        "Martha Quill:hair:black"
+    ]
+    assert conflicts("Martha's hair, a thing of beauty, fell loose.\n", MARTHA) == []
+    assert conflicts("Martha looked at the grey eyes of the portrait.\n", MARTHA) == []
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

@@ -142,7 +142,7 @@ _FEATURE_LIST_WORDS = 10
 #: Nouns that measure hair: "a shock of ginger hair".
 _QUANTITY_NOUNS = frozenset(
     "shock mop mass masses head crop tangle mane thatch bob shag fringe deal quantity abundance "
-    "wealth profusion cloud".split()
+    "wealth profusion cloud pair".split()
 )
 #: Adjectives joined to a predicate by "and" or commas: "was thin, pale and tall".
 _COORDINATED_MAX = 2
@@ -686,7 +686,11 @@ class _Context:
             and k < len(tokens)
             and tokens[k].low in ("a", "an")
             and i > 0
-            and "," in self.text[tokens[i - 2 if i > 1 else 0].end : tokens[i].start]
+            and (
+                "," in self.text[tokens[i - 2 if i > 1 else 0].end : tokens[i].start]
+                # "Kael's hair, a rich auburn, fell loose": a value in apposition
+                or "," in self.text[tokens[i].end : tokens[k].start]
+            )
         )
         linked = linked or gapped
         adverb = k < len(tokens) and (
@@ -802,7 +806,9 @@ class _Context:
                 if prev.low == "the":
                     # "with the strong jaw and the brown eyes": a list of features after
                     # "with" or "had" is its clause subject's
-                    return self._listed_feature_owner(tokens, start - 1, spoken)
+                    listed = self._listed_feature_owner(tokens, start - 1, spoken)
+                    if listed is not None:
+                        return listed
             if prev.low == "of" and start > 1 and tokens[start - 2].low in _QUANTITY_NOUNS:
                 # "with a shock of ginger hair", "a solid, sticky bob of black hair"
                 measure = start - 2
