@@ -1,4 +1,6 @@
-"""Router accuracy on plain requests a novelist types (bench/router_requests.json).
+"""Router accuracy on plain requests a novelist types (bench/router_requests.json, written
+with the patterns, and bench/router_requests_blind.json, written blind by a helper session that
+never saw the patterns or the router).
 
 Each request lists the recipes that fit it (null: none fits, it should be unroutable). The
 set is split once, by a hash of each request, into a development half (the router was tuned
@@ -22,7 +24,10 @@ from controlroom.prompts.registry import PromptRegistry  # noqa: E402
 from controlroom.recipes.catalog import RecipeCatalog  # noqa: E402
 from controlroom.tools.base import ToolRegistry  # noqa: E402
 
-REQUESTS = REPO / "bench" / "router_requests.json"
+REQUEST_SETS = (
+    REPO / "bench" / "router_requests.json",
+    REPO / "bench" / "router_requests_blind.json",
+)
 
 
 def main() -> None:
@@ -30,22 +35,23 @@ def main() -> None:
     recipes = RecipeCatalog.load(
         None, ToolRegistry.default().names(), PromptRegistry.for_workspace(None).prompt_types()
     ).recipes()
-    rows = json.loads(REQUESTS.read_text(encoding="utf-8"))["requests"]
-    for split in ("dev", "held_out"):
-        chosen = [row for row in rows if row["split"] == split]
-        right = 0
-        for row in chosen:
-            decision = route(row["request"], recipes)
-            got = decision.recipe_id if decision.routable else None
-            if got in row["acceptable"]:
-                right += 1
-            elif show_misses and split == "dev":  # held-out misses stay unread while tuning
-                print(f"  miss [{split}] {row['request']!r}: {got} (want {row['acceptable']})")
-        print(
-            f"{split:9s}: {right}/{len(chosen)} routed to an acceptable recipe "
-            f"({right / len(chosen):.0%})"
-        )
-
+    for requests in REQUEST_SETS:
+        print(f"{requests.name}:")
+        rows = json.loads(requests.read_text(encoding="utf-8"))["requests"]
+        for split in ("dev", "held_out"):
+            chosen = [row for row in rows if row["split"] == split]
+            right = 0
+            for row in chosen:
+                decision = route(row["request"], recipes)
+                got = decision.recipe_id if decision.routable else None
+                if got in row["acceptable"]:
+                    right += 1
+                elif show_misses and split == "dev":  # held-out misses stay unread
+                    print(f"  miss [{split}] {row['request']!r}: {got} (want {row['acceptable']})")
+            print(
+                f"  {split:9s}: {right}/{len(chosen)} routed to an acceptable recipe "
+                f"({right / len(chosen):.0%})"
+            )
 
 if __name__ == "__main__":
     main()

@@ -110,10 +110,10 @@ def _stems(text: str) -> tuple[str, ...]:
 _GENERIC = frozenset(_stems(_GENERIC_WORDS))
 
 
-def _close(typed: str, wanted: str) -> bool:
+def _close(typed: str, wanted: str, shortest: int = 5) -> bool:
     """A typo: one letter added, dropped, changed, or two swapped ("wrtie", "consistancy").
     Short words are never corrected: "tells" is not a misspelt "tall"."""
-    if min(len(typed), len(wanted)) < 5 or abs(len(typed) - len(wanted)) > 1:
+    if min(len(typed), len(wanted)) < shortest or abs(len(typed) - len(wanted)) > 1:
         return False
     if len(typed) == len(wanted):
         diff = [i for i, (a, b) in enumerate(zip(typed, wanted, strict=True)) if a != b]
@@ -122,6 +122,42 @@ def _close(typed: str, wanted: str) -> bool:
         return len(diff) == 1
     short, long_ = sorted((typed, wanted), key=len)
     return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+_RAW_WORD = re.compile(r"[a-z]+")
+#: A word the list does not hold, this long or longer, may be a typo of a pattern's word.
+_TYPO_SHORTEST = 4
+
+
+def _is_english(word: str) -> bool:
+    """An ordinary English word, or one's plural or tense ("chapters", "arrives",
+    "revised"): the word list (Webster's Second) holds only base forms."""
+    # The word list is a tool's; the router reads it only when a word may be a typo.
+    from controlroom.tools.wordlist import is_common_word
+
+    bases = [word]
+    for ending, added in (("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"),
+                          ("ing", ""), ("ing", "e"), ("er", ""), ("ly", "")):  # fmt: skip
+        if word.endswith(ending) and len(word) > len(ending) + 2:
+            bases.append(word[: -len(ending)] + added)
+    return any(is_common_word(base) for base in bases)
+
+
+def _respelled(text: str, surface: frozenset[str]) -> str:
+    """The request with each word that is no English word but one letter from a pattern's
+    word written as that word: "chek ch 3 agianst the charcter cards" reads "check ch 3
+    against the character cards". Real words are left alone ("tale" is not "tall")."""
+
+    def fix(found: re.Match[str]) -> str:
+        word = found.group(0)
+        if word in surface or len(word) < _TYPO_SHORTEST or word in _STOPWORDS:
+            return word
+        near = [w for w in sorted(surface) if _close(word, w, _TYPO_SHORTEST)]
+        if not near or _is_english(word):
+            return word
+        return near[0]
+
+    return _RAW_WORD.sub(fix, text.lower())
 
 
 def _spelled(words: tuple[str, ...], vocabulary: frozenset[str]) -> tuple[str, ...]:
@@ -162,6 +198,17 @@ def _weights(recipes: list[Recipe]) -> dict[str, float]:
                 for stem in _stems(pattern):
                     users.setdefault(stem, set()).add(recipe.recipe_id)
     return {stem: (0.5 if stem in _GENERIC else 3.0 / len(ids)) for stem, ids in users.items()}
+
+
+def _surface(recipes: list[Recipe]) -> frozenset[str]:
+    """Every word the recipes' patterns hold, as written."""
+    return frozenset(
+        word
+        for recipe in recipes
+        for pattern in recipe.task_patterns
+        if not _is_regex(pattern)
+        for word in _RAW_WORD.findall(pattern.lower())
+    )
 
 
 def _is_regex(pattern: str) -> bool:
@@ -268,7 +315,7 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
         )
     recipes = list(recipes)
     weights = _weights(recipes)
-    words = _spelled(_stems(text), frozenset(weights))
+    words = _spelled(_stems(_respelled(text, _surface(recipes))), frozenset(weights))
     matched: dict[str, list[_Match]] = {}
     for recipe in recipes:
         for pattern in recipe.task_patterns:

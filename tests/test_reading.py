@@ -539,6 +539,23 @@ def test_eyes_of_a_person_a_pair_of_eyes_and_a_value_in_apposition() -> None:
     assert conflicts("Martha looked at the grey eyes of the portrait.\n", MARTHA) == []
 
 
+def test_the_one_who_looks_is_not_taken_for_the_one_described() -> None:
+    said = (
+        "Martha Quill was very elegant. Bessie could not but feel all this; and then, her "
+        "eyes were a deep grey.\n"
+    )
+    bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Eyes:** blue\n"
+    assert conflicts(said, MARTHA, bessie) == []  # Martha's or Bessie's: not guessed
+    alone = "Bessie could not but feel it; her eyes were a deep grey.\n"
+    assert conflicts(alone, MARTHA, bessie) == ["Bessie Lee:eyes:grey"]
+
+
+def test_they_is_one_person_only_by_a_card_and_short_for_a_name_is_no_height() -> None:
+    assert conflicts("Martha wrote letters to her aunt. They were short.\n", MARTHA) == []
+    assert conflicts("Silas is short for Silvanus.\n", SILAS) == []
+    assert conflicts("Martha was short for her age.\n", MARTHA) == ["Martha Quill:height:short"]
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

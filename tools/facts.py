@@ -69,8 +69,10 @@ _HEDGES = frozenset(
     "desired wished wish wishes wanted want wants hoped hope longed would could might "
     "should if unless whether as than".split()
 )
-_POSSESSIVES: dict[str, Gender | None] = {"his": "he", "her": "she", "their": None}
-_SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": None}
+# "they" and "their" are one person's only where a card says so: "their letters were short"
+# is no one's height.
+_POSSESSIVES: dict[str, Gender | None] = {"his": "he", "her": "she", "their": "they"}
+_SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": "they"}
 _SUBJECT_LINKS = frozenset("with had has have having".split())
 #: Words that make what follows a wish or a supposition: "How I wished that I had blue eyes".
 _WISHES = frozenset("wish wished wishes wishing longed yearned if unless supposing suppose".split())
@@ -106,6 +108,19 @@ _HABIT_WORDS = 8
 _FEATURE_PRONOUNS = {"it": HAIR, "they": EYES}
 _PRONOUN_VALUE_WORDS = 5
 _FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
+#: Verbs whose subject looks at or judges someone else ("Emma particularly admired").
+_PERCEPTION_VERBS = frozenset(
+    "admired admire admires saw see sees watched watch watches noticed observed thought felt "
+    "feel feels perceived gazed looked beheld fancied considered remembered liked loved "
+    "wondered found".split()
+)
+#: Words that may stand between a perceiver and the verb: "Emma could not but feel".
+_PERCEIVER_FILLERS = frozenset(
+    "could would might did had has was not but only still particularly always often never "
+    "then now also quite".split()
+)
+_PERCEIVER_WORDS = 4
+_PERCEIVER_REACH = 60
 _QUESTION_END = re.compile(r"[.!?;:“”\"]")
 _PHRASE_MODIFIER_BLOCKERS = frozenset(
     "the a an his her their its my your our on at to into upon onto towards toward from in of "
@@ -346,6 +361,7 @@ class _Context:
                 and self._plain(tok)
                 and self._about_stature(tokens, i)
                 and not self._before_own_cue(tokens, i, predicate)
+                and not self._short_for_a_name(tokens, i)
             ):
                 owner, negated = self._subject_of(tokens, i)
                 if owner is None and not negated and predicate is HANDEDNESS:
@@ -361,6 +377,18 @@ class _Context:
                         )
             out.extend(self._told_otherwise(tokens, i))
         return [found for found in out if not self._asked_or_wished(tokens, found[5])]
+
+    def _short_for_a_name(self, tokens: list[_Tok], i: int) -> bool:
+        """ "Jo is short for a longer name" names; "short for his age", "short for a
+        man" measure."""
+        if tokens[i].low != "short" or i + 2 >= len(tokens) or tokens[i + 1].low != "for":
+            return False
+        after = tokens[i + 2]
+        if after.low in _ATTRIBUTIVE_POSSESSIVES or after.low == "their":
+            return False
+        return not (
+            after.low in ("a", "an") and i + 3 < len(tokens) and tokens[i + 3].low in _PERSON_NOUNS
+        )
 
     def _told_otherwise(self, tokens: list[_Tok], i: int) -> list[_Found]:
         """Height and handedness said without their adjectives: "rather above the middle
@@ -1166,17 +1194,55 @@ class _Context:
             # person": the one person named in the pronoun's own clause.
             return next(iter(in_clause))
         here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
-        for group, start, end in (here, *reversed(self.history)):
-            names = {
-                entity
-                for s, _, entity in group
+        groups = (here, *reversed(self.history))
+        for nearest, (group, start, end) in enumerate(groups):
+            told = [
+                (s, e, entity)
+                for s, e, entity in group
                 if not inside(self.quotes, s) and _compatible(_gender_of(self.cast, entity), gender)
-            }
+            ]
+            names = {entity for _, _, entity in told}
             if names:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
-                return next(iter(names))
+                (entity,) = names
+                if all(self._perceives(e) for _, e, _ in told) and self._other_before(
+                    entity, gender, groups[nearest + 1 :]
+                ):
+                    # "Jane Fairfax was very elegant … Emma could not but feel all this; and
+                    # then, her face": the one who looks is seldom the one described.
+                    return None
+                return entity
         return self._carried(gender, before) or self._named_after(gender, before)
+
+    def _perceives(self, name_end: int) -> bool:
+        """Whether the name ending at `name_end` is the subject of a verb of looking or
+        judging: "which Emma particularly admired", "Emma could not but feel"."""
+        following = _WORD.finditer(self.text, name_end, name_end + _PERCEIVER_REACH)
+        for count, word in enumerate(following):
+            if _CLAUSE_BREAK.search(self.text, name_end, word.start()):
+                return False
+            low = word.group(0).lower()
+            if low in _PERCEPTION_VERBS:
+                return True
+            if count >= _PERCEIVER_WORDS or low not in _PERCEIVER_FILLERS:
+                return False
+        return False
+
+    def _other_before(
+        self,
+        entity: str,
+        gender: Gender | None,
+        groups: Sequence[tuple[list[tuple[int, int, str]], int, int]],
+    ) -> bool:
+        """Whether someone else of `gender` was named in narration before: in the
+        paragraph's earlier sentences or the paragraphs just before it."""
+        earlier = {e for group, _, _ in groups for s, _, e in group if not inside(self.quotes, s)}
+        earlier |= {e for names in self.earlier for e in names}
+        return any(
+            other != entity and _compatible(_gender_of(self.cast, other), gender)
+            for other in earlier
+        )
 
     def _second_person(
         self,
@@ -1307,6 +1373,8 @@ _OBJECTS: dict[str, re.Pattern[str]] = {
 
 
 def _compatible(known: Gender | None, wanted: Gender | None) -> bool:
+    if wanted == "they":
+        return known == "they"
     return known is None or wanted is None or known == wanted
 
 
