@@ -556,6 +556,29 @@ def test_they_is_one_person_only_by_a_card_and_short_for_a_name_is_no_height() -
     assert conflicts("Martha was short for her age.\n", MARTHA) == ["Martha Quill:height:short"]
 
 
+def test_portrait_sentences_reach_their_owner() -> None:
+    said = "Silas had a brown, weathered face, a short beard, and a pair of keen grey eyes.\n"
+    silas_eyes = SILAS + "- **Eyes:** blue\n"
+    assert conflicts(said, silas_eyes) == ["Silas Brand:eyes:grey"]
+    assert conflicts(said.replace("had", "saw"), silas_eyes) == []  # what he saw is not his
+    said = "Martha smiled; her eyes--large, grave, and of the clearest grey--said the rest.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey"]
+    assert conflicts("Martha's hair was of that black which the painters loved.\n", MARTHA) == [
+        "Martha Quill:hair:black"
+    ]
+    said = "Martha came in. Her hair, which she wore without a cap, was already quite black.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:hair:black"]
+    said = "Martha, who stood beneath it to greet Mr. Brand, had hair of the palest red.\n"
+    assert conflicts(said, MARTHA, SILAS) == ["Martha Quill:hair:red"]
+    assert conflicts("Silas, the elder, was tall and statuesque.\n", SILAS) == [
+        "Silas Brand:height:tall",
+        "Silas Brand:height:statuesque",
+    ]
+    assert conflicts("Silas was a very little man; Martha a tiny thing.\n", SILAS, MARTHA) == [
+        "Martha Quill:height:tiny"
+    ]
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

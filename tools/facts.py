@@ -60,7 +60,7 @@ _SUBJECT_COPULAS = frozenset("i'm you're he's she's we're they're".split())
 _ADVERBS = frozenset(
     "very quite rather so too still almost nearly now always extremely remarkably unusually "
     "singularly strangely wonderfully somewhat a an of the deepest deep palest bright clear "
-    "all but".split()
+    "all but already".split()
 )
 _SHADES = frozenset("dark light pale deep bright".split())
 _NEGATIONS = NEGATIONS
@@ -75,7 +75,9 @@ _POSSESSIVES: dict[str, Gender | None] = {"his": "he", "her": "she", "their": "t
 _SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": "they"}
 _SUBJECT_LINKS = frozenset("with had has have having".split())
 #: Words that make what follows a wish or a supposition: "How I wished that I had blue eyes".
-_WISHES = frozenset("wish wished wishes wishing longed yearned if unless supposing suppose".split())
+_WISHES = frozenset(
+    "wish wished wishes wishing longed yearned if unless supposing suppose whether".split()
+)
 #: How many words back in its clause a wish may stand: "How I wished, that evening, that I
 #: had blue eyes and golden hair".
 _WISH_WORDS_BACK = 12
@@ -106,6 +108,15 @@ _HABITUAL = frozenset("always ever invariably habitually habit wont naturally ot
 _HABIT_WORDS = 8
 #: Pronouns that stand for a feature named before them: "her hair … it was red".
 _FEATURE_PRONOUNS = {"it": HAIR, "they": EYES}
+#: The longest relative clause between a feature and its verb: "her hair, which she wore
+#: without a cap, was".
+_RELATIVE_WORDS = 8
+#: The longest apposition between a name and its verb: "Lady Constance, the elder, was".
+_APPOSITION_WORDS = 4
+#: The longest relative clause between a subject and its verb that a walk back passes.
+_RELATIVE_SKIP = 12
+#: Words an aside after a feature may hold: "her eyes—large, grave, and of the clearest grey—".
+_ASIDE_LINKS = frozenset("and of the a".split())
 _PRONOUN_VALUE_WORDS = 5
 _FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
 #: Verbs whose subject looks at or judges someone else ("Emma particularly admired").
@@ -131,10 +142,12 @@ _PHRASE_MODIFIER_BLOCKERS = frozenset(
 _PERSON_NOUNS = frozenset(
     "man men woman women gentleman gentlemen lady ladies girl boy fellow person figure child "
     "creature youth lad lass maiden sailor seaman soldier officer doctor lawyer clerk servant "
-    "stranger farmer maid widow priest parson merchant traveller visitor personage".split()
+    "stranger farmer maid widow priest parson merchant traveller visitor personage thing "
+    "scrap".split()
 )
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
+_INTENSIFIERS = frozenset("very so remarkably exceedingly extremely".split())
 _OBJECT_PRONOUNS = frozenset("me him her us them".split())
 _ATTRIBUTIVE_POSSESSIVES = frozenset("his her my your".split())
 #: The gender a person noun gives "this" in "This was a hearty … gentleman".
@@ -600,9 +613,10 @@ class _Context:
         if word == "little":
             # "a little, bent, brisk old gentleman" is short; "a little girl" is young, and
             # "a little woman", "a little gentleman" are as often praise as a measure.
+            intensified = i > 0 and tokens[i - 1].low in _INTENSIFIERS  # "a very little man"
             before_noun = (
                 nxt is not None
-                and nxt.low not in _PERSON_NOUNS
+                and (nxt.low not in _PERSON_NOUNS or intensified)
                 and self._noun_after(tokens, i) in _GROWN_NOUNS
             )
         else:
@@ -643,7 +657,7 @@ class _Context:
             shade = self._shade_of(tokens, i, kind)
             if shade is not None:
                 return shade
-            after = self._predicate_after(tokens, i, kind)
+            after = self._predicate_after(tokens, i, kind) or self._aside_value(tokens, i, kind)
             if not after:
                 return None
             # "his own close-cropped hair was as red as a fox": whose hair is read from
@@ -695,7 +709,7 @@ class _Context:
             verb = next(
                 (
                     n
-                    for n in range(k + 1, min(k + 5, len(tokens)))
+                    for n in range(k + 1, min(k + _RELATIVE_WORDS, len(tokens)))
                     if tokens[n].low in _COPULAS
                     and all(self._gap_ok(tokens[m - 1], tokens[m]) for m in range(k, n + 1))
                 ),
@@ -707,6 +721,15 @@ class _Context:
         if self._simile_at(tokens, k, kind) and self._gap_ok(tokens[k - 1], tokens[k]):
             return [tokens[k + 1]]  # "eyes as blue as the sea"
         linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of"}
+        that = tokens[k + 3] if linked and k + 3 < len(tokens) else None
+        if (
+            that is not None
+            and tokens[k + 1].low == "of"
+            and tokens[k + 2].low == "that"
+            and kind.classes(that.low)
+        ):
+            # "hair was of that red which the Venetians painted"
+            return self._value_words([that], kind)
         # "Her hair was black, her eyes a deep blue": the verb of a list's first clause is
         # understood in the next; the value must then close its phrase.
         gapped = (
@@ -728,7 +751,8 @@ class _Context:
         if not (linked or adverb) or not self._gap_ok(tokens[k - 1], tokens[k]):
             return []
         k += 1
-        while k < len(tokens) and tokens[k].low in _ADVERBS and k - i <= 6:
+        verb_at = k
+        while k < len(tokens) and tokens[k].low in _ADVERBS and k - verb_at <= 5:
             k += 1
         if linked and self._simile_at(tokens, k, kind):
             return [tokens[k + 1]]  # "eyes, which were as black as sloes"
@@ -762,6 +786,31 @@ class _Context:
             if after is not None and not closed and after.low not in ("that", "which"):
                 return []  # "eyes of the light hazel that is seen in sailors' faces" closes
         return self._value_words(run, kind)
+
+    def _aside_value(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
+        """ "her eyes—large, grave, and of the clearest grey—", "the hair—black, coarse, and
+        perfectly straight—": a value among the words set off by dashes after the noun."""
+        if i + 1 >= len(tokens):
+            return []
+        if not _DASH.fullmatch(self.text[tokens[i].end : tokens[i + 1].start].strip()):
+            return []
+        k = i + 1
+        while k < len(tokens) and k - i <= _ASIDE_WORDS:
+            if k > i + 1 and not self._gap_ok(tokens[k - 1], tokens[k]):
+                closing = self.text[tokens[k - 1].end : tokens[k].start].strip()
+                if not _DASH.fullmatch(closing):
+                    return []
+                break
+            k += 1
+        inside_aside = tokens[i + 1 : k]
+        if any(
+            w.low in _NEGATIONS
+            or (w.low in _PHRASE_MODIFIER_BLOCKERS - _ASIDE_LINKS)
+            or not self._plain(w)
+            for w in inside_aside
+        ):
+            return []
+        return self._value_words(inside_aside, kind)
 
     def _simile_at(self, tokens: list[_Tok], k: int, kind: FactKind) -> bool:
         """ "as black as sloes" at `k`: a simile states its value."""
@@ -822,7 +871,8 @@ class _Context:
                         return self._owner_of(
                             tokens, self._modifiers_from(tokens, start - 2), start - 2
                         )
-                    return shared
+                    # "he had a fine forehead, a good nose, and a quantity of black hair"
+                    return shared or self._listed_feature_owner(tokens, start, spoken)
                 if prev.low in _ALL_CUES and "," in self.text[prev.end : tokens[start].start]:
                     # "with black hair, dark eyes": a list shares its first item's owner
                     return self._owner_of(
@@ -831,9 +881,10 @@ class _Context:
                 if prev.low == "whose" and start > 1:
                     # "Jane, whose dark hair had been much admired"
                     return self._mention_at(tokens[start - 2])
-                if prev.low == "the":
-                    # "with the strong jaw and the brown eyes": a list of features after
-                    # "with" or "had" is its clause subject's
+                if prev.low in ("the", "a", "an"):
+                    # "with the strong jaw and the brown eyes", "had a short beard, and a pair
+                    # of hazel eyes": a list of features after "with" or "had" is its clause
+                    # subject's
                     listed = self._listed_feature_owner(tokens, start - 1, spoken)
                     if listed is not None:
                         return listed
@@ -865,11 +916,13 @@ class _Context:
             if not self._gap_ok(tokens[j], tokens[j + 1]):
                 return None
             word = tokens[j]
+            if "," in self.text[word.end : tokens[j + 1].start]:
+                joined += 1
             if word.low in _SUBJECT_LINKS:
                 return self._clause_subject(tokens, j, spoken) if joined else None
             if word.low == "and":
                 joined += 1
-            elif word.low != "the" and (
+            elif word.low not in ("the", "a", "an") and (
                 not self._plain(word) or word.low in _PHRASE_MODIFIER_BLOCKERS
             ):
                 return None
@@ -914,9 +967,11 @@ class _Context:
         return next(iter(named)) if len(named) == 1 else None
 
     def _clause_subject(self, tokens: list[_Tok], at: int, spoken: bool) -> str | None:
-        j = at - 1
+        j = self._before_relative(tokens, at)
         gender: Gender | None = None  # of the person noun passed, for "this was a man"
-        skipped = 0  # words of a predicate noun phrase passed: "was a hearty … gentleman"
+        # words passed that do not count towards the reach: a relative clause, the words of
+        # a predicate noun phrase ("was a hearty … gentleman"), an aside between dashes
+        skipped = at - 1 - j
         passed_aside = False
         while j >= 0 and at - j - skipped <= 6:
             if not passed_aside and not self._gap_ok(tokens[j], tokens[j + 1]):
@@ -953,6 +1008,22 @@ class _Context:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
             j -= 1
         return None
+
+    def _before_relative(self, tokens: list[_Tok], at: int) -> int:
+        """Where a walk back from the verb at `at` to its subject starts: before a relative
+        clause between commas that ends at the verb ("Lucinda herself, who stood beneath it
+        to receive Mr. Pike, had hair of the palest flaxen"), else just before the verb."""
+        if at < 2 or "," not in self.text[tokens[at - 1].end : tokens[at].start]:
+            return at - 1
+        k = at - 1
+        while k > 0 and at - k <= _RELATIVE_SKIP:
+            gap = self.text[tokens[k - 1].end : tokens[k].start]
+            if _CLAUSE_SEPARATOR.search(gap):
+                break
+            if tokens[k].low in ("who", "which", "whom") and "," in gap:
+                return k - 1
+            k -= 1
+        return at - 1
 
     def _aside_before(self, tokens: list[_Tok], j: int) -> int | None:
         """Where the words before an aside between dashes end, when `tokens[j]` closes one
@@ -1026,6 +1097,17 @@ class _Context:
                 return (entity if linked or appositive else None), negated
             if word.low in _SUBJECT_COPULAS:
                 return self._person(word) or self._pronoun(word, spoken), negated
+            if (
+                (word.low in FIRST_PERSON or word.low in SECOND_PERSON)
+                and j
+                and tokens[j - 1].low in _COPULAS
+                and "," in self.text[tokens[j - 1].end : word.start]
+            ):
+                # "he was, I am bound to confess, a very little man": an aside of the
+                # speaker's own between the verb and what it says
+                linked = False
+                j -= 1
+                continue
             if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
                 return (self._person(word) if linked else None), negated
             if word.low in _SUBJECTS and not spoken:
@@ -1065,12 +1147,41 @@ class _Context:
                 coordinated += 1  # "Mr. Hyde was pale and tall", "was thin, pale and tall"
             elif linked and (titled := self._titled_subject(tokens, j)) is not None:
                 return titled, negated
+            elif linked and (named := self._named_before_apposition(tokens, j)) is not None:
+                return named, negated
             elif "," in gap and not linked:
                 return self._listed_subject(tokens, j, spoken), negated
             else:
                 return None, False
             j -= 1
         return None, False
+
+    def _named_before_apposition(self, tokens: list[_Tok], j: int) -> str | None:
+        """ "Lady Constance, the elder, was tall": a short apposition between commas,
+        ending at `tokens[j]`, after the name it describes."""
+        if j + 1 >= len(tokens) or "," not in self.text[tokens[j].end : tokens[j + 1].start]:
+            return None
+        k = j
+        while k > 0 and j - k < _APPOSITION_WORDS:
+            gap = self.text[tokens[k - 1].end : tokens[k].start]
+            if _CLAUSE_BREAK.search(gap):
+                return None
+            if "," in gap:
+                if tokens[k].low not in ("the", "a", "an", "his", "her", "my"):
+                    return None
+                return self._mention_at(tokens[k - 1])
+            if not self._plain(tokens[k]) or tokens[k].low in _PHRASE_MODIFIER_BLOCKERS - {
+                "the",
+                "a",
+                "an",
+                "his",
+                "her",
+                "my",
+                "of",
+            }:
+                return None
+            k -= 1
+        return None
 
     def _titled_subject(self, tokens: list[_Tok], j: int) -> str | None:
         """ "Mr. Utterson the lawyer was": a name with its calling in apposition."""
@@ -1357,7 +1468,12 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
     ),
 }
 #: Between a name and an object pronoun: another clause, or another subject, begins.
-_NEW_CLAUSE = re.compile(r"[;:!?()“”\"—–]|--|\b(?:I|he|she|we|you|they|who|which)\b")
+#: What opens another clause, with a subject of its own: "Miss Pellew was nineteen, and
+#: though nobody would have called her a beauty" is no second woman.
+_NEW_CLAUSE = re.compile(
+    r"[;:!?()“”\"—–]|--|\b(?:I|he|she|we|you|they|who|which|though|although|because|while|"
+    r"when|nobody|somebody|everybody|everyone|anyone|people)\b"
+)
 _OBJECT_HER = re.compile(
     r"\bher\b(?=\s*(?:[,.;:!?—–”\")]|$|(?:to|and|in|with|at|on|as|by|for|from|into|up|"
     r"down|out|away|back|off|over|that|when|so|again|now|too|once|here|there|but|or|if|"
