@@ -53,5 +53,6 @@ def main() -> None:
                 f"({right / len(chosen):.0%})"
             )
 
+
 if __name__ == "__main__":
     main()

@@ -574,7 +574,7 @@ def test_portrait_sentences_reach_their_owner() -> None:
         "Silas Brand:height:tall",
         "Silas Brand:height:statuesque",
     ]
-    assert conflicts("Silas was a very little man; Martha a tiny thing.\n", SILAS, MARTHA) == [
+    assert conflicts("Silas was a very little man; Martha was a tiny thing.\n", SILAS, MARTHA) == [
         "Martha Quill:height:tiny"
     ]
 
