@@ -108,6 +108,8 @@ def _stems(text: str) -> tuple[str, ...]:
 
 
 _GENERIC = frozenset(_stems(_GENERIC_WORDS))
+#: What a matching regex pattern weighs: more than any one word (3.0 at most).
+_REGEX_WEIGHT = 4.0
 
 
 def _close(typed: str, wanted: str, shortest: int = 5) -> bool:
@@ -197,7 +199,12 @@ def _weights(recipes: list[Recipe]) -> dict[str, float]:
             if not _is_regex(pattern):
                 for stem in _stems(pattern):
                     users.setdefault(stem, set()).add(recipe.recipe_id)
-    return {stem: (0.5 if stem in _GENERIC else 3.0 / len(ids)) for stem, ids in users.items()}
+    weights = {stem: (0.5 if stem in _GENERIC else 3.0 / len(ids)) for stem, ids in users.items()}
+    for recipe in recipes:
+        for pattern in recipe.task_patterns:
+            if _is_regex(pattern):
+                weights[pattern] = _REGEX_WEIGHT
+    return weights
 
 
 def _surface(recipes: list[Recipe]) -> frozenset[str]:
@@ -222,7 +229,9 @@ def _match(pattern: str, description: str, words: tuple[str, ...]) -> tuple[str,
             found = re.search(pattern[1:-1], description, re.IGNORECASE)
         except re.error:
             return None
-        return (_stems(found.group(0)) or ("",)) if found else None
+        # A regex is a recipe's deliberate claim on a shape of request ("draft … then check
+        # it against the canon"): it counts as one specific match, whatever words it spans.
+        return (pattern,) if found else None
     wanted = _stems(pattern)
     if not wanted or not _find(wanted, words):
         return None

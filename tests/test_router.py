@@ -169,3 +169,34 @@ def test_the_labelled_requests_route_right_on_both_halves() -> None:
 def test_a_mistyped_recipe_id_is_not_read_as_a_request() -> None:
     decision = route("creative_draft_scenee", BUNDLED)
     assert not decision.routable and "recipe id" in decision.reason
+
+
+def test_a_word_that_is_no_word_but_one_letter_from_a_patterns_word_is_read_as_it() -> None:
+    recipes = [recipe("check", "check against the character cards"), recipe("tale", "tall tale")]
+    decision = route("chek ch 3 agianst the charcter cards", recipes)
+    assert decision.routable and decision.recipe_id == "check"
+    # A real word is never "corrected" into a pattern's word: "tale" is not a typo of "tall".
+    assert not route("a tale of chapter 3", [recipe("tall", "tall")]).routable
+
+
+def test_a_matching_regex_outweighs_single_words() -> None:
+    recipes = [
+        recipe("words", "revise", "manuscript"),
+        recipe("whole", r"/\brevise (?:all|every) chapters?\b/"),
+    ]
+    assert route("revise all chapters of the manuscript", recipes).recipe_id == "whole"
+    assert route("revise chapter 3 of the manuscript", recipes).recipe_id == "words"
+
+
+def test_revising_chapters_routes_to_the_revision_recipes() -> None:
+    cases = {
+        "Rewrite chapter 5 to tighten it up.": "revision_pass",
+        "redo the next chapter, it's not working": "revision_pass",
+        "Revise the whole manuscript chapter by chapter.": "manuscript_revision",
+        "revise every one of the chapters": "manuscript_revision",
+        "Do a staged revision of ch 4": "chapter_revision",
+        "tighten chapter 10": "analytical_prose",
+    }
+    for description, expected in cases.items():
+        decision = route(description, BUNDLED)
+        assert decision.recipe_id == expected, (description, decision.reason)
