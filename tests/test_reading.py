@@ -550,6 +550,16 @@ def test_the_one_who_looks_is_not_taken_for_the_one_described() -> None:
     assert conflicts(alone, MARTHA, bessie) == ["Bessie Lee:eyes:grey"]
 
 
+def test_a_pronoun_is_not_carried_to_a_speaker_who_spoke_of_another() -> None:
+    bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Eyes:** blue\n"
+    said = "“She is indeed, miss,” answered Bessie.\n\nWith her grey eyes, she looked up.\n"
+    assert conflicts(said, bessie) == []  # the "she" Bessie spoke of may be meant
+    said = "“I am indeed, miss,” answered Bessie.\n\nWith her grey eyes, she looked up.\n"
+    assert conflicts(said, bessie) == ["Bessie Lee:eyes:grey"]
+    said = "The dawn shone on the man, and Silas could discern that he was tall.\n"
+    assert conflicts(said, SILAS) == []  # the man looked at, not the one looking
+
+
 def test_they_is_one_person_only_by_a_card_and_short_for_a_name_is_no_height() -> None:
     assert conflicts("Martha wrote letters to her aunt. They were short.\n", MARTHA) == []
     assert conflicts("Silas is short for Silvanus.\n", SILAS) == []

@@ -123,7 +123,8 @@ _FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
 _PERCEPTION_VERBS = frozenset(
     "admired admire admires saw see sees watched watch watches noticed observed thought felt "
     "feel feels perceived gazed looked beheld fancied considered remembered liked loved "
-    "wondered found".split()
+    "wondered found discern discerned descried espied perceive recognised recognized "
+    "judged guessed".split()
 )
 #: Words that may stand between a perceiver and the verb: "Emma could not but feel".
 _PERCEIVER_FILLERS = frozenset(
@@ -293,7 +294,10 @@ class _Reader:
             turns = [*turns, voices.speaker] if voices.quotes else []
             told = [(s, entity) for s, _, entity in block_mentions if not inside(voices.quotes, s)]
             earlier = tuple(reversed(named_before))
-            named_before.append(frozenset(entity for _, entity in told if entity != self.narrator))
+            named_before.append(
+                frozenset(entity for _, entity in told if entity != self.narrator)
+                | _spoken_of(block.text, voices.quotes)
+            )
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             for index in indexes:
                 sentence = self.doc.sentences[index]
@@ -1302,8 +1306,14 @@ class _Context:
         }
         if len(in_clause) == 1 and not self._second_person(gender, clause, before, self.mentions):
             # "his friend Mr. Darcy soon drew the attention of the room by his fine, tall
-            # person": the one person named in the pronoun's own clause.
-            return next(iter(in_clause))
+            # person": the one person named in the pronoun's own clause, unless that one is
+            # looking at someone unnamed ("the man westward, and Clare could discern that he
+            # was tall").
+            (entity,) = in_clause
+            looking = [e for s, e, n in self.mentions if n == entity and clause <= s < before]
+            if all(self._perceives(e) for e in looking) and self._unnamed_before(gender, before):
+                return None
+            return entity
         here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
         groups = (here, *reversed(self.history))
         for nearest, (group, start, end) in enumerate(groups):
@@ -1317,8 +1327,9 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
-                if all(self._perceives(e) for _, e, _ in told) and self._other_before(
-                    entity, gender, groups[nearest + 1 :]
+                if all(self._perceives(e) for _, e, _ in told) and (
+                    self._other_before(entity, gender, groups[nearest + 1 :])
+                    or self._unnamed_before(gender, before)
                 ):
                     # "Jane Fairfax was very elegant … Emma could not but feel all this; and
                     # then, her face": the one who looks is seldom the one described.
@@ -1339,6 +1350,12 @@ class _Context:
             if count >= _PERCEIVER_WORDS or low not in _PERCEIVER_FILLERS:
                 return False
         return False
+
+    def _unnamed_before(self, gender: Gender | None, before: int) -> bool:
+        """ "The dawn shone on the man westward, and Clare could discern that he was tall":
+        someone unnamed of that sex, earlier in the paragraph, may be the one looked at."""
+        unnamed = _UNNAMED_PERSON.get(gender or "")
+        return unnamed is not None and unnamed.search(self.text, 0, before) is not None
 
     def _other_before(
         self,
@@ -1443,6 +1460,24 @@ def _people(cast: Cast, text: str) -> list[tuple[int, int, str]]:
     pinned on the one carded person nearby."""
     named, strangers = cast.people(text)
     return sorted(named + [(start, end, _STRANGER + (g or "")) for start, end, g in strangers])
+
+
+def _spoken_of(text: str, quotes: Sequence[tuple[int, int]]) -> frozenset[str]:
+    """Someone unnamed each paragraph's speech talks of ("“She is indeed, miss,”
+    answered Charley"): "she" in speech is a woman in play besides the one who speaks, so a
+    pronoun in the next paragraph is not carried to the speaker alone."""
+    spoken: set[str] = set()
+    for start, end in quotes:
+        for gender, pronoun in _SPOKEN_PRONOUNS.items():
+            if pronoun.search(text, start, end):
+                spoken.add(_STRANGER + gender)
+    return frozenset(spoken)
+
+
+_SPOKEN_PRONOUNS: dict[str, re.Pattern[str]] = {
+    "he": re.compile(r"\b(?:he|him|his|himself)\b", re.IGNORECASE),
+    "she": re.compile(r"\b(?:she|her|hers|herself)\b", re.IGNORECASE),
+}
 
 
 def _gender_of(cast: Cast, entity: str) -> Gender | None:
