@@ -13,6 +13,14 @@ that matches no fact is false, except one said in the negative ("not tall"), whi
 labels leave out and the checker uses only to narrow a value, or of middle height, which the
 labels (tall or short) do not name.
 
+`bench/sentences/plants-*.jsonl` are contradictions planted as the corpus's are, by a helper
+that never saw the rules, in passages of six whole novels not in the corpus (Emma, Middlemarch,
+The Woman in White, Tess, North and South, Bleak House; casts in `bench/sentences/casts/`):
+each line the passage as published and as planted, whom the plant describes and what it
+says. A plant is found when the planted passage yields a statement of its kind and value
+about its person; a statement the planted passage yields beyond the published one's that
+is not the plant is false. Split the same way.
+
     .venv/bin/python bench/phase_a_sentences.py [--verbose]   # --verbose: dev misses only
 """
 
@@ -24,7 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from controlroom.tools.canon import CanonCard, build_cast
+from controlroom.tools.canon import CanonCard, Cast, build_cast
 from controlroom.tools.facts import Statement, statements_in
 from controlroom.tools.vocabulary import KINDS
 
@@ -82,6 +90,51 @@ def score(items: list[dict[str, Any]], verbose: bool) -> tuple[Counter[str], ...
     return found, missed, false
 
 
+#: Who says "I" outside dialogue in each plant novel (the Woman in White has several
+#: narrators; it is read with none).
+PLANT_NARRATORS = {"bleak_house": "Esther Summerson"}
+
+
+def plant_cast(novel: str) -> Cast:
+    rows = json.loads((HERE / "casts" / f"{novel}.json").read_text(encoding="utf-8"))
+    return build_cast(
+        [
+            CanonCard(f"{n}.md", row["name"], "character", tuple(row.get("short", [])),
+                      {"gender": row["gender"]})
+            for n, row in enumerate(rows)
+        ]
+    )  # fmt: skip
+
+
+def score_plants(items: list[dict[str, Any]], verbose: bool) -> tuple[Counter[str], ...]:
+    found, missed, false = Counter[str](), Counter[str](), Counter[str]()
+    casts: dict[str, Cast] = {}
+    for item in items:
+        cast = casts.setdefault(item["novel"], plant_cast(item["novel"]))
+        narrator = PLANT_NARRATORS.get(item["novel"])
+        fact = {"person": item["person"], "kind": item["kind"], "value": item["value"]}
+        published = {
+            (s.entity, s.kind.attribute, s.classes)
+            for s in statements_in(item["original"], cast, narrator)
+        }
+        planted = statements_in(item["planted"], cast, narrator)
+        if any(fits(s, fact) for s in planted):
+            found[item["kind"]] += 1
+        else:
+            missed[item["kind"]] += 1
+            if verbose:
+                print(f"  missed {item['id']} {fact}: {' '.join(item['planted'].split())}")
+        for statement in planted:
+            key = (statement.entity, statement.kind.attribute, statement.classes)
+            if key in published or fits(statement, fact) or statement.words.startswith("not "):
+                continue
+            false[statement.kind.attribute] += 1
+            if verbose:
+                print(f"  false  {item['id']} {statement.entity} {statement.words}: "
+                      f"{' '.join(statement.sentence.split())}")  # fmt: skip
+    return found, missed, false
+
+
 def table(title: str, found: Counter[str], missed: Counter[str], false: Counter[str]) -> None:
     print(f"== {title} ==")
     print(f"  {'kind':12}{'facts':>6}{'found':>7}{'false':>7}{'recall':>8}{'precision':>11}")
@@ -99,10 +152,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--verbose", action="store_true", help="list the dev lines' misses")
     args = parser.parse_args()
-    for path in sorted(HERE.glob("battery-*.jsonl")):
+    for path in sorted(HERE.glob("battery-*.jsonl")) + sorted(HERE.glob("plants-*.jsonl")):
         items = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        scorer = score_plants if path.stem.startswith("plants") else score
         for split, part in (("dev", items[0::2]), ("held out", items[1::2])):
-            found, missed, false = score(part, args.verbose and split == "dev")
+            found, missed, false = scorer(part, args.verbose and split == "dev")
             table(f"{path.stem}, {split} ({len(part)} passages)", found, missed, false)
 
 

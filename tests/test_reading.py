@@ -545,9 +545,14 @@ def test_the_one_who_looks_is_not_taken_for_the_one_described() -> None:
         "eyes were a deep grey.\n"
     )
     bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Eyes:** blue\n"
-    assert conflicts(said, MARTHA, bessie) == []  # Martha's or Bessie's: not guessed
+    # Bessie looks; the one woman named before her is the one described.
+    assert conflicts(said, MARTHA, bessie) == ["Martha Quill:eyes:grey"]
     alone = "Bessie could not but feel it; her eyes were a deep grey.\n"
     assert conflicts(alone, MARTHA, bessie) == ["Bessie Lee:eyes:grey"]
+    # Two women named before the one who looks: which one is not guessed.
+    two = "Martha and Anne were elegant. " + said.split(". ", 1)[1]
+    anne = "# Anne Lee\n- **Aliases:** Anne\n- **Pronouns:** she\n"
+    assert conflicts(two, MARTHA, bessie, anne) == []
 
 
 def test_a_pronoun_is_not_carried_to_a_speaker_who_spoke_of_another() -> None:
@@ -587,6 +592,26 @@ def test_portrait_sentences_reach_their_owner() -> None:
     assert conflicts("Silas was a very little man; Martha was a tiny thing.\n", SILAS, MARTHA) == [
         "Martha Quill:height:tiny"
     ]
+
+
+def test_appositions_lists_and_the_one_looked_at_reach_their_owner() -> None:
+    said = "It was Silas, a young man with hair as red as a fox's, who answered.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:hair:red"]
+    said = "“Of course,” said Silas, the tallest of the three brothers.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:height:tallest"]
+    said = "Martha came down; her well-remembered cable of red hair hung loose.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:hair:red"]
+    said = "Silas had a pale skin, thin black hair, dark-brown eyes, and a large forehead.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]
+    said = "Martha was elegant. Bessie could not but feel all this; and then her eyes were grey.\n"
+    bessie = "# Bessie Lee\n- **Aliases:** Bessie\n- **Pronouns:** she\n- **Eyes:** grey\n"
+    assert conflicts(said, MARTHA, bessie) == ["Martha Quill:eyes:grey"]  # the one looked at
+    said = "I sat down, for I have been left-handed from a child."
+    assert conflicts(said, MARTHA, narrator="Martha Quill") == [
+        "Martha Quill:handedness:left-handed"
+    ]
+    said = "Silas looked grave whatever was said to him, and his grey steady eyes helped him.\n"
+    assert conflicts(said, SILAS + "- **Eyes:** blue\n") == ["Silas Brand:eyes:grey"]
 
 
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:

@@ -106,6 +106,8 @@ _AFTER_A_DEED = frozenset("and as like with when because for".split())
 #: Words that make a hand's use a habit: "as always", "for he used no other".
 _HABITUAL = frozenset("always ever invariably habitually habit wont naturally other".split())
 _HABIT_WORDS = 8
+#: Why someone may use the other hand for once.
+_HURT = frozenset("sling hurt injured wounded broken bandaged lame sprained".split())
 #: Pronouns that stand for a feature named before them: "her hair … it was red".
 _FEATURE_PRONOUNS = {"it": HAIR, "they": EYES}
 #: The longest relative clause between a feature and its verb: "her hair, which she wore
@@ -146,6 +148,8 @@ _PERSON_NOUNS = frozenset(
     "stranger farmer maid widow priest parson merchant traveller visitor personage thing "
     "scrap".split()
 )
+_SUPERLATIVES = frozenset("tallest shortest".split())
+_HANDS = frozenset("left-handed right-handed left-hander right-hander ambidextrous".split())
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
 _INTENSIFIERS = frozenset("very so remarkably exceedingly extremely".split())
@@ -171,7 +175,8 @@ _FEATURE_LIST_WORDS = 10
 #: Nouns that measure hair: "a shock of ginger hair".
 _QUANTITY_NOUNS = frozenset(
     "shock mop mass masses head crop tangle mane thatch bob shag fringe deal quantity abundance "
-    "wealth profusion cloud pair".split()
+    "wealth profusion cloud pair cable coil coils braid braids plait plaits knot lock locks tress "
+    "tresses tuft clump wisp wisps strand strands".split()
 )
 #: Adjectives joined to a predicate by "and" or commas: "was thin, pale and tall".
 _COORDINATED_MAX = 2
@@ -436,7 +441,7 @@ class _Context:
                     (owner, HEIGHT, tok.low, frozenset({"tall"}), tok.start, tok.start, tok.end)
                 ]
         if tok.low == "hand" and i > 1 and tokens[i - 1].low in ("left", "right"):
-            return self._habitual_hand(tokens, i)
+            return self._habitual_hand(tokens, i - 1, tokens[i])
         if tok.low in _FEATURE_PRONOUNS and i + 1 < len(tokens) and tokens[i + 1].low in _COPULAS:
             return self._feature_pronoun(tokens, i)
         return []
@@ -532,24 +537,25 @@ class _Context:
         words = " ".join(t.low for t in tokens[i : end + 1])
         return [(owner, HEIGHT, words, classes, tokens[i].start, tokens[i].start, tokens[end].end)]
 
-    def _habitual_hand(self, tokens: list[_Tok], i: int) -> list[_Found]:
+    def _habitual_hand(self, tokens: list[_Tok], side_at: int, last: _Tok) -> list[_Found]:
         """ "wrote, as always, with his left hand", "held her racquet in her left hand, as
-        she always did": a hand used by habit is the hand a person uses; one use is not."""
-        side, own = tokens[i - 1], tokens[i - 2]
-        if own.low not in _ATTRIBUTIVE_POSSESSIVES or not self._gap_ok(own, tokens[i]):
+        she always did": a hand used by habit is the hand a person uses; one use is not
+        ("signed with his left hand"), nor the other hand while one is hurt. (Writing "with
+        her left" without a habit was tried: it read a one-off in a held-out passage.)"""
+        side, own = tokens[side_at], tokens[side_at - 1]
+        if own.low not in _ATTRIBUTIVE_POSSESSIVES or not self._gap_ok(own, side):
             return []
-        window = tokens[max(0, i - _HABIT_WORDS) : i + _HABIT_WORDS]
-        if not any(t.low in _HABITUAL for t in window):
+        before = tokens[max(0, side_at - _HABIT_WORDS) : side_at]
+        window = tokens[max(0, side_at - _HABIT_WORDS) : side_at + _HABIT_WORDS]
+        if not any(t.low in _HABITUAL for t in window) or any(t.low in _HURT for t in window):
             return []
-        if any(t.low in _NEGATIONS for t in tokens[max(0, i - _HABIT_WORDS) : i]):
+        if any(t.low in _NEGATIONS for t in before):
             return []  # "he never wrote with his left hand"; "he used no other" after it
         owner = self._possessor(own, inside(self.quotes, own.start))
         if owner is None:
             return []
         words = f"{side.low} hand, by habit"
-        return [
-            (owner, HANDEDNESS, words, frozenset({side.low}), side.start, own.start, tokens[i].end)
-        ]
+        return [(owner, HANDEDNESS, words, frozenset({side.low}), side.start, own.start, last.end)]
 
     def _doer(self, tokens: list[_Tok], i: int, *, ending: bool = True) -> str | None:
         """Who does what the word at `i` qualifies: "Silas cut the bread left-handed",
@@ -670,6 +676,17 @@ class _Context:
         if any(t.low in _NEGATIONS for t in tokens[max(0, j) : tokens.index(phrase_end) + 1]):
             return None
         owner = self._owner_of(tokens, tokens.index(phrase_start), i)
+        if owner is None and before:
+            # "he had a pale skin, thin black hair": a comma may end the list's last item
+            # rather than join an adjective to the phrase ("her long, black hair")
+            after_comma = [
+                n
+                for n in range(tokens.index(phrase_start) + 1, tokens.index(values[0]) + 1)
+                if "," in self.text[tokens[n - 1].end : tokens[n].start]
+            ]
+            if after_comma:
+                phrase_start = tokens[after_comma[-1]]
+                owner = self._owner_of(tokens, after_comma[-1], i)
         if owner is None:
             return None
         classes = frozenset().union(*(kind.classes(v.low) for v in values))
@@ -882,6 +899,11 @@ class _Context:
                     return self._owner_of(
                         tokens, self._modifiers_from(tokens, start - 1), start - 1
                     )
+                if "," in self.text[prev.end : tokens[start].start] and self._plain(prev):
+                    # "he had a pale blond skin, thin brown hair, dark-brown eyes"
+                    listed = self._listed_feature_owner(tokens, start, spoken)
+                    if listed is not None:
+                        return listed
                 if prev.low == "whose" and start > 1:
                     # "Jane, whose dark hair had been much admired"
                     return self._mention_at(tokens[start - 2])
@@ -1051,7 +1073,12 @@ class _Context:
         k = noun - 1
         while k > 0 and noun - k <= 5 and self._gap_ok(tokens[k], tokens[k + 1]):
             if tokens[k].low in ("a", "an"):
-                return k if tokens[k - 1].low in _COPULAS | {"as"} else None
+                linked = tokens[k - 1].low in _COPULAS | {"as"}
+                # "Mr Alec, a young man with hair as red as a fox's": an apposition
+                apposed = "," in self.text[tokens[k - 1].end : tokens[k].start] and bool(
+                    self._mention_at(tokens[k - 1])
+                )
+                return k if linked or apposed else None
             if not self._plain(tokens[k]) or tokens[k].low in _PHRASE_MODIFIER_BLOCKERS:
                 return None
             k -= 1
@@ -1062,7 +1089,12 @@ class _Context:
         "Basil, a tall man", "the tall Basil", "he was left-handed", "I was very little",
         "he seemed to me a tall gentleman", "You're not grown so very tall, Miss Jane"."""
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        if nxt is not None and nxt.low in ("of", "with", "by", "to", "in", "on", "than"):
+        superlative_of = nxt is not None and nxt.low == "of" and tokens[i].low in _SUPERLATIVES
+        if (
+            nxt is not None
+            and nxt.low in ("of", "with", "by", "to", "in", "on", "than")
+            and not superlative_of
+        ):
             return None, False
         if nxt is not None and not self.text[tokens[i].end : nxt.start].strip():
             entity = self._mention_at(nxt)
@@ -1122,16 +1154,26 @@ class _Context:
                 j -= 2  # "seemed to me a tall gentleman"
                 continue
             if word.low in _COPULAS or (
-                word.low in ("a", "an") and "," in self.text[tokens[j - 1].end : word.start]
+                (
+                    word.low in ("a", "an")
+                    or (word.low == "the" and tokens[j + 1].low in _SUPERLATIVES)
+                )
+                and "," in self.text[tokens[j - 1].end : word.start]
                 if j
                 else False
             ):
-                linked = True
+                linked = True  # "Basil, a tall man", "Angel, the shortest of the three"
             elif attributive and word.low in _ATTRIBUTIVE_POSSESSIVES:
                 return self._possessor(word, spoken), negated
             elif word.low in ("a", "an", "the"):
                 attributive = False
             elif word.low in _ADVERBS or word.low in _SUBJECT_WALK_WORDS:
+                pass
+            elif tokens[j + 1].low == "been" and (
+                word.low in ("have", "has") or (word.low == "had" and tokens[i].low in _HANDS)
+            ):
+                # "for I have been left-handed from a child"; "had been small" may be
+                # a childhood long past, but a hand is for life
                 pass
             elif (
                 attributive
@@ -1327,13 +1369,15 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
-                if all(self._perceives(e) for _, e, _ in told) and (
-                    self._other_before(entity, gender, groups[nearest + 1 :])
-                    or self._unnamed_before(gender, before)
-                ):
+                if all(self._perceives(e) for _, e, _ in told):
                     # "Jane Fairfax was very elegant … Emma could not but feel all this; and
-                    # then, her face": the one who looks is seldom the one described.
-                    return None
+                    # then, her face": the one who looks is seldom the one described; the
+                    # one other person of that sex just named is, when there is one.
+                    others = self._others_before(entity, gender, groups[nearest + 1 :])
+                    if self._unnamed_before(gender, before):
+                        return None
+                    if others:
+                        return next(iter(others)) if len(others) == 1 else None
                 return entity
         return self._carried(gender, before) or self._named_after(gender, before)
 
@@ -1357,20 +1401,21 @@ class _Context:
         unnamed = _UNNAMED_PERSON.get(gender or "")
         return unnamed is not None and unnamed.search(self.text, 0, before) is not None
 
-    def _other_before(
+    def _others_before(
         self,
         entity: str,
         gender: Gender | None,
         groups: Sequence[tuple[list[tuple[int, int, str]], int, int]],
-    ) -> bool:
-        """Whether someone else of `gender` was named in narration before: in the
-        paragraph's earlier sentences or the paragraphs just before it."""
+    ) -> set[str]:
+        """Who else of `gender` was named in narration before: in the paragraph's earlier
+        sentences or the paragraphs just before it (someone unnamed spoken of counts)."""
         earlier = {e for group, _, _ in groups for s, _, e in group if not inside(self.quotes, s)}
         earlier |= {e for names in self.earlier for e in names}
-        return any(
-            other != entity and _compatible(_gender_of(self.cast, other), gender)
+        return {
+            other
             for other in earlier
-        )
+            if other != entity and _compatible(_gender_of(self.cast, other), gender)
+        }
 
     def _second_person(
         self,
@@ -1507,7 +1552,7 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
 #: though nobody would have called her a beauty" is no second woman.
 _NEW_CLAUSE = re.compile(
     r"[;:!?()“”\"—–]|--|\b(?:I|he|she|we|you|they|who|which|though|although|because|while|"
-    r"when|nobody|somebody|everybody|everyone|anyone|people)\b"
+    r"when|nobody|somebody|everybody|everyone|anyone|people|whatever|whoever|however)\b"
 )
 _OBJECT_HER = re.compile(
     r"\bher\b(?=\s*(?:[,.;:!?—–”\")]|$|(?:to|and|in|with|at|on|as|by|for|from|into|up|"
