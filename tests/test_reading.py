@@ -614,6 +614,14 @@ def test_appositions_lists_and_the_one_looked_at_reach_their_owner() -> None:
     assert conflicts(said, SILAS + "- **Eyes:** blue\n") == ["Silas Brand:eyes:grey"]
 
 
+def test_how_someone_struck_the_teller_is_how_they_were() -> None:
+    said = "Martha struck me as being a tall, wiry, sly person.\n"
+    assert conflicts(said, MARTHA.replace("tall", "short")) == ["Martha Quill:height:tall"]
+    assert (
+        conflicts("Martha saw a tall, wiry, sly person.\n", MARTHA.replace("tall", "short")) == []
+    )
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

@@ -149,6 +149,7 @@ _PERSON_NOUNS = frozenset(
     "scrap".split()
 )
 _SUPERLATIVES = frozenset("tallest shortest".split())
+_STRUCK = frozenset("struck strikes impressed impresses".split())
 _HANDS = frozenset("left-handed right-handed left-hander right-hander ambidextrous".split())
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
@@ -687,6 +688,18 @@ class _Context:
             if after_comma:
                 phrase_start = tokens[after_comma[-1]]
                 owner = self._owner_of(tokens, after_comma[-1], i)
+        start_at = tokens.index(phrase_start)
+        if (
+            owner is None
+            and kind is HEIGHT
+            and start_at
+            and tokens[start_at - 1].low in ("a", "an")
+        ):
+            # "Mrs. Rubelle struck me as a tall, wiry, sly person": a figure or person
+            # described in the predicate is its subject's
+            owner, negated = self._subject_of(tokens, tokens.index(values[0]))
+            if negated:
+                return None
         if owner is None:
             return None
         classes = frozenset().union(*(kind.classes(v.low) for v in values))
@@ -1120,6 +1133,20 @@ class _Context:
                     return self._mention_at(tokens[j]), negated
                 return None, False
             word = tokens[j]
+            if word.low == "being" and j and tokens[j - 1].low == "as":
+                j -= 1  # "struck me as being a tall, wiry, sly person"
+                continue
+            if (
+                word.low == "as"
+                and j > 1
+                and tokens[j - 1].low in _OBJECT_PRONOUNS
+                and tokens[j - 2].low in _STRUCK
+            ):
+                # "Mrs. Rubelle struck me as a tall, wiry person": how someone struck
+                # another is how the teller says they were
+                linked = True
+                j -= 3
+                continue
             if word.low in _HEDGES:
                 return None, False
             if word.low in _NEGATIONS:
