@@ -622,6 +622,25 @@ def test_how_someone_struck_the_teller_is_how_they_were() -> None:
     )
 
 
+def test_portrait_turns_of_phrase_state_their_value() -> None:
+    assert conflicts("Martha turned, and I saw how grey her eyes were.\n", MARTHA) == [
+        "Martha Quill:eyes:grey"
+    ]
+    assert conflicts("Martha had eyes of that peculiar grey they call rain.\n", MARTHA) == [
+        "Martha Quill:eyes:grey"
+    ]
+    said = "Martha smiled; her eyes were as bright and as grey as a girl's.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey"]
+    said = "Martha is nineteen, of the middle height, with black hair.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:height:middle", "Martha Quill:hair:black"]
+    assert (
+        conflicts(
+            "Martha saw from her window towers and spires.\n", MARTHA.replace("tall", "short")
+        )
+        == []
+    )
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

@@ -100,7 +100,7 @@ _NUMBERS = {
 }
 #: What may follow a height in feet: "six feet tall", "six feet in his stockings".
 _HEIGHT_CLOSERS = frozenset("tall high in and".split())
-_TOWERING = frozenset("towered towers".split())
+_TOWERING = frozenset(["towered"])
 #: Words that may follow an adverb closing its deed: "cut the bread left-handed, as …".
 _AFTER_A_DEED = frozenset("and as like with when because for".split())
 #: Words that make a hand's use a habit: "as always", "for he used no other".
@@ -150,6 +150,9 @@ _PERSON_NOUNS = frozenset(
 )
 _SUPERLATIVES = frozenset("tallest shortest".split())
 _STRUCK = frozenset("struck strikes impressed impresses".split())
+#: How many words back from "with" or "had" its subject may stand: "Dora is nineteen, of
+#: the middle height, with dark-brown hair".
+_SUBJECT_REACH = 8
 _HANDS = frozenset("left-handed right-handed left-hander right-hander ambidextrous".split())
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
@@ -435,8 +438,16 @@ class _Context:
                     return [(owner, HEIGHT, words, classes, tok.start, tok.start, noun.end)]
         if tok.low in _NUMBERS and i + 1 < len(tokens) and tokens[i + 1].low in ("feet", "foot"):
             return self._measured(tokens, i)
-        if tok.low in _TOWERING and i:
-            owner = self._doer(tokens, i, ending=False)
+        if tok.low in _TOWERING and i and self._gap_ok(tokens[i - 1], tok):
+            # "Mr. Brand towered over the clerks", "he towered above them": the verb right
+            # after its subject ("the window towers" is a noun's plural, and not a height)
+            subject = tokens[i - 1]
+            spoken = inside(self.quotes, subject.start)
+            owner = self._mention_at(subject) or (
+                self._resolve(_SUBJECTS[subject.low], subject.start)
+                if subject.low in _SUBJECTS and not spoken
+                else None
+            )
             if owner:
                 return [
                     (owner, HEIGHT, tok.low, frozenset({"tall"}), tok.start, tok.start, tok.end)
@@ -664,6 +675,9 @@ class _Context:
         values = self._value_words(before, kind)
         phrase_start = before[0] if before else cue
         phrase_end = cue
+        exclaimed = self._exclaimed(tokens, i, kind)
+        if exclaimed is not None:
+            return exclaimed
         if not values:
             shade = self._shade_of(tokens, i, kind)
             if shade is not None:
@@ -755,15 +769,13 @@ class _Context:
         if self._simile_at(tokens, k, kind) and self._gap_ok(tokens[k - 1], tokens[k]):
             return [tokens[k + 1]]  # "eyes as blue as the sea"
         linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of"}
-        that = tokens[k + 3] if linked and k + 3 < len(tokens) else None
-        if (
-            that is not None
-            and tokens[k + 1].low == "of"
-            and tokens[k + 2].low == "that"
-            and kind.classes(that.low)
-        ):
-            # "hair was of that red which the Venetians painted"
-            return self._value_words([that], kind)
+        of_at = k + 1 if linked and k + 1 < len(tokens) and tokens[k + 1].low == "of" else k
+        if linked and of_at + 1 < len(tokens) and tokens[of_at].low == "of":
+            that_value = self._of_that(tokens, of_at, kind)
+            if that_value:
+                # "hair was of that red which the Venetians painted", "eyes of that
+                # peculiar grey which in Kerry they call the colour of rain"
+                return that_value
         # "Her hair was black, her eyes a deep blue": the verb of a list's first clause is
         # understood in the next; the value must then close its phrase.
         gapped = (
@@ -788,6 +800,14 @@ class _Context:
         verb_at = k
         while k < len(tokens) and tokens[k].low in _ADVERBS and k - verb_at <= 5:
             k += 1
+        if (
+            linked
+            and k + 3 < len(tokens)
+            and tokens[k].low == "as"
+            and tokens[k + 2].low == "and"
+            and tokens[k + 3].low == "as"
+        ):
+            k += 3  # "her eyes were as bright and as black as a girl's"
         if linked and self._simile_at(tokens, k, kind):
             return [tokens[k + 1]]  # "eyes, which were as black as sloes"
         qualified = 0
@@ -845,6 +865,37 @@ class _Context:
         ):
             return []
         return self._value_words(inside_aside, kind)
+
+    def _exclaimed(self, tokens: list[_Tok], i: int, kind: FactKind) -> _Found | None:
+        """ "I saw for the first time how blue her eyes were": "how", the value and a
+        possessive before the noun, a verb of being after it."""
+        if i < 3 or tokens[i - 3].low != "how" or i + 1 >= len(tokens):
+            return None
+        value, own, verb = tokens[i - 2], tokens[i - 1], tokens[i + 1]
+        if own.low not in _ATTRIBUTIVE_POSSESSIVES or verb.low not in _COPULAS:
+            return None
+        if not kind.classes(value.low) or not self._plain(value):
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i - 3, i + 1)):
+            return None
+        owner = self._possessor(own, inside(self.quotes, own.start))
+        if owner is None:
+            return None
+        classes = kind.classes(value.low)
+        return (owner, kind, value.low, classes, value.start, tokens[i - 3].start, verb.end)
+
+    def _of_that(self, tokens: list[_Tok], of_at: int, kind: FactKind) -> list[_Tok]:
+        """The value of "of that (peculiar) grey which…" from the "of" at `of_at`."""
+        if of_at + 2 >= len(tokens) or tokens[of_at + 1].low != "that":
+            return []
+        for n in range(of_at + 2, min(of_at + 2 + _VALUE_QUALIFIERS_MAX + 1, len(tokens))):
+            if not self._gap_ok(tokens[n - 1], tokens[n]) or not self._plain(tokens[n]):
+                return []
+            if kind.classes(tokens[n].low):
+                return self._value_words([tokens[n]], kind)
+            if tokens[n].low in _PHRASE_MODIFIER_BLOCKERS:
+                return []
+        return []
 
     def _simile_at(self, tokens: list[_Tok], k: int, kind: FactKind) -> bool:
         """ "as black as sloes" at `k`: a simile states its value."""
@@ -1012,7 +1063,7 @@ class _Context:
         # a predicate noun phrase ("was a hearty … gentleman"), an aside between dashes
         skipped = at - 1 - j
         passed_aside = False
-        while j >= 0 and at - j - skipped <= 6:
+        while j >= 0 and at - j - skipped <= _SUBJECT_REACH:
             if not passed_aside and not self._gap_ok(tokens[j], tokens[j + 1]):
                 aside = self._aside_before(tokens, j)
                 if aside is None:
