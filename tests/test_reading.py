@@ -641,6 +641,20 @@ def test_portrait_turns_of_phrase_state_their_value() -> None:
     )
 
 
+def test_openings_asides_and_a_hand_drawn_towards_oneself() -> None:
+    said = "Being but five feet four, and stout, I have never cut a dashing figure."
+    assert conflicts(said, SILAS.replace("short", "tall"), narrator="Silas Brand") == [
+        "Silas Brand:height:five feet four"
+    ]
+    said = "Silas was, in fact, rather above the common height.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:height:above the common height"]
+    said = "Silas drew the inkstand towards him and wrote, as always, with his left hand.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:handedness:left hand, by habit"]
+    said = "Silas looked at him and wrote, as always, with his left hand.\n"
+    assert conflicts(said, SILAS) == []  # "him" is another man: whose hand is not guessed
+    assert conflicts("Martha was a little thing.\n", MARTHA) == ["Martha Quill:height:little"]
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

@@ -153,6 +153,15 @@ _STRUCK = frozenset("struck strikes impressed impresses".split())
 #: How many words back from "with" or "had" its subject may stand: "Dora is nineteen, of
 #: the middle height, with dark-brown hair".
 _SUBJECT_REACH = 8
+#: A teller's asides between commas, passed over on the way back to a subject.
+_ASIDE_WORDS_SET = frozenset(
+    "in fact indeed perhaps i think believe suppose fancy dare say am must confess own it "
+    "seems is true".split()
+)
+_ASIDE_WORDS_MAX = 5
+#: How far an opening participle's phrase may run before its subject: "Being but five feet
+#: four, and stout, I".
+_OPENING_WORDS = 12
 _HANDS = frozenset("left-handed right-handed left-hander right-hander ambidextrous".split())
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
@@ -636,7 +645,7 @@ class _Context:
             # "a little, bent, brisk old gentleman" is short; "a little girl" is young, and
             # "a little woman", "a little gentleman" are as often praise as a measure.
             intensified = i > 0 and tokens[i - 1].low in _INTENSIFIERS  # "a very little man"
-            before_noun = (
+            before_noun = (nxt is not None and nxt.low == "thing") or (  # "a little thing"
                 nxt is not None
                 and (nxt.low not in _PERSON_NOUNS or intensified)
                 and self._noun_after(tokens, i) in _GROWN_NOUNS
@@ -1184,6 +1193,13 @@ class _Context:
                     return self._mention_at(tokens[j]), negated
                 return None, False
             word = tokens[j]
+            if word.low == "being" and tokens[j].start <= self.sentence_start + 1:
+                # "Being but five feet four, and stout, I have never cut a dashing figure"
+                return self._subject_after_opening(tokens, i), negated
+            aside_start = self._comma_aside(tokens, j)
+            if aside_start is not None:
+                j = aside_start - 1  # "he was, in fact, rather above the common height"
+                continue
             if word.low == "being" and j and tokens[j - 1].low == "as":
                 j -= 1  # "struck me as being a tall, wiry, sly person"
                 continue
@@ -1305,6 +1321,37 @@ class _Context:
             }:
                 return None
             k -= 1
+        return None
+
+    def _comma_aside(self, tokens: list[_Tok], j: int) -> int | None:
+        """Where an aside between commas that ends at `tokens[j]` begins ("in fact", "I
+        think", "indeed"), when it is one of a teller's asides and nothing else."""
+        if j + 1 >= len(tokens) or "," not in self.text[tokens[j].end : tokens[j + 1].start]:
+            return None
+        k = j
+        while k >= 0 and j - k < _ASIDE_WORDS_MAX and tokens[k].low in _ASIDE_WORDS_SET:
+            if k and "," in self.text[tokens[k - 1].end : tokens[k].start]:
+                return k
+            k -= 1
+        return None
+
+    def _subject_after_opening(self, tokens: list[_Tok], i: int) -> str | None:
+        """The subject just after an opening participle's phrase, up to its comma: "Being
+        but five feet four, and stout, I have never…"."""
+        spoken = inside(self.quotes, tokens[i].start)
+        for k in range(i + 1, min(i + _OPENING_WORDS, len(tokens))):
+            if not self._gap_ok(tokens[k - 1], tokens[k]):
+                return None
+            if "," not in self.text[tokens[k - 1].end : tokens[k].start]:
+                continue
+            word = tokens[k]
+            entity = self._mention_at(word)
+            if entity:
+                return entity
+            if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
+                return self._person(word)
+            if word.low in _SUBJECTS and not spoken:
+                return self._resolve(_SUBJECTS[word.low], word.start)
         return None
 
     def _titled_subject(self, tokens: list[_Tok], j: int) -> str | None:
@@ -1517,6 +1564,8 @@ class _Context:
         return any(
             any(s < m.start() and not _NEW_CLAUSE.search(self.text, s, m.start()) for s in named)
             for m in objects.finditer(self.text, start, end)
+            # "Mr. Lamb drew the inkstand towards him": a place by the subject, himself
+            if not _LOCATIVE_BEFORE.search(self.text, max(start, m.start() - 12), m.start())
         )
 
     def _carried(self, gender: Gender | None, before: int) -> str | None:
@@ -1631,6 +1680,9 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
 _NEW_CLAUSE = re.compile(
     r"[;:!?()“”\"—–]|--|\b(?:I|he|she|we|you|they|who|which|though|although|because|while|"
     r"when|nobody|somebody|everybody|everyone|anyone|people|whatever|whoever|however)\b"
+)
+_LOCATIVE_BEFORE = re.compile(
+    r"\b(?:towards|toward|beside|behind|around|round|about|near)\s+$", re.IGNORECASE
 )
 _OBJECT_HER = re.compile(
     r"\bher\b(?=\s*(?:[,.;:!?—–”\")]|$|(?:to|and|in|with|at|on|as|by|for|from|into|up|"
