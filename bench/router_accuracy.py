@@ -27,6 +27,7 @@ from controlroom.tools.base import ToolRegistry  # noqa: E402
 REQUEST_SETS = (
     REPO / "bench" / "router_requests.json",
     REPO / "bench" / "router_requests_blind.json",
+    REPO / "bench" / "router_requests_blind2.json",
 )
 
 

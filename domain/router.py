@@ -78,7 +78,20 @@ class _Match:
 _STEMMER = snowballstemmer.stemmer("english")
 # British and American spellings meet before stemming; both sides of a match go through
 # the same rewriting, so a rewrite only has to be consistent, not a real word.
-_SPELLINGS = {"colour": "color", "grey": "gray", "dialogue": "dialog", "favour": "favor"}
+_SPELLINGS = {
+    "colour": "color",
+    "grey": "gray",
+    "dialogue": "dialog",
+    "favour": "favor",
+    # the writer's shorthand: "draft ch3", "sc. 4, ch 11", "chs 3-5"
+    "ch": "chapter",
+    "chs": "chapters",
+    "chap": "chapter",
+    "sc": "scene",
+    "scn": "scene",
+}
+#: "ch3" and "sc4" are a unit and its number.
+_UNIT_AND_NUMBER = re.compile(r"\b(chs?|chap|sc|scn)\.?(?=\d)")
 _ISE = re.compile(r"(?<=[a-z]{3})is(e|es|ed|ing|ation|ations|er|ers)$")
 _STOPWORDS = frozenset(
     "a an the of to and or for in on at by with my me i it its it's this that these those is "
@@ -103,7 +116,8 @@ def _stem(word: str) -> str:
 def _stems(text: str) -> tuple[str, ...]:
     """The content words of `text`, stemmed: whole words only, so "mistakes" never holds
     "stakes". Cached: routing stems every recipe's patterns, the same strings each time."""
-    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower().replace("’", "'"))
+    lowered = _UNIT_AND_NUMBER.sub(r"\1 ", text.lower().replace("’", "'"))
+    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", lowered)
     return tuple(_stem(w) for w in words if w not in _STOPWORDS)
 
 

@@ -200,3 +200,10 @@ def test_revising_chapters_routes_to_the_revision_recipes() -> None:
     for description, expected in cases.items():
         decision = route(description, BUNDLED)
         assert decision.recipe_id == expected, (description, decision.reason)
+
+
+def test_a_writers_shorthand_for_chapters_and_scenes_is_read() -> None:
+    for description in ("draft ch3", "draft ch. 3", "draft sc. 4, ch 11", "draft chapter three"):
+        decision = route(description, BUNDLED)
+        assert decision.recipe_id == "creative_draft_scene", (description, decision.reason)
+    assert initial_args_from("draft ch 11")["chapter_number"] == 11
