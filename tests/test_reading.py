@@ -655,6 +655,13 @@ def test_openings_asides_and_a_hand_drawn_towards_oneself() -> None:
     assert conflicts("Martha was a little thing.\n", MARTHA) == ["Martha Quill:height:little"]
 
 
+def test_as_a_left_handed_man_must_grants_it_and_a_likeness_does_not() -> None:
+    said = "Silas, stirring his tea with his left hand, as a left-handed man must, smiled.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:handedness:left-handed"]
+    said = "Silas watched him as a left-handed man might watch a juggler.\n"
+    assert conflicts(said, SILAS) == []
+
+
 def test_an_aside_between_dashes_and_it_for_the_hair_reach_their_owner() -> None:
     said = "Silas -- we called him old, though he was not fifty -- had a shock of black hair.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:hair:black"]

@@ -162,6 +162,7 @@ _ASIDE_WORDS_MAX = 5
 #: How far an opening participle's phrase may run before its subject: "Being but five feet
 #: four, and stout, I".
 _OPENING_WORDS = 12
+_MODALS = frozenset("must does do will would should can could may might".split())
 _HANDS = frozenset("left-handed right-handed left-hander right-hander ambidextrous".split())
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
@@ -1214,6 +1215,10 @@ class _Context:
                 linked = True
                 j -= 3
                 continue
+            if word.low == "as" and self._as_one_must(tokens, j, i):
+                # "stirring his gruel with his left hand, as a left-handed man must": the
+                # doer is granted to be one
+                return self._clause_subject(tokens, j, spoken), negated
             if word.low in _HEDGES:
                 return None, False
             if word.low in _NEGATIONS:
@@ -1322,6 +1327,29 @@ class _Context:
                 return None
             k -= 1
         return None
+
+    def _as_one_must(self, tokens: list[_Tok], as_at: int, value_at: int) -> bool:
+        """Whether "as a <value> man must" (or does, would) runs from `as_at` over the value
+        at `value_at`: a concession about the doer, not a comparison."""
+        if tokens[as_at + 1].low not in ("a", "an") or as_at + 1 >= value_at:
+            return False
+        noun = value_at + 1
+        while noun < len(tokens) and noun - value_at <= _ATTRIBUTIVE_ADJECTIVES_MAX + 1:
+            if tokens[noun].low in _PERSON_NOUNS:
+                break
+            noun += 1
+        else:
+            return False
+        modal = noun + 1
+        if modal >= len(tokens) or tokens[modal].low not in _MODALS:
+            return False
+        # "as a tall woman must," closes there; "as a tall woman might look at a dwarf" is
+        # a likeness, not a concession
+        return (
+            modal + 1 >= len(tokens)
+            or not self._gap_ok(tokens[modal], tokens[modal + 1])
+            or ("," in self.text[tokens[modal].end : tokens[modal + 1].start])
+        )
 
     def _comma_aside(self, tokens: list[_Tok], j: int) -> int | None:
         """Where an aside between commas that ends at `tokens[j]` begins ("in fact", "I
