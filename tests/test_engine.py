@@ -235,11 +235,13 @@ def test_a_path_escaping_the_workspace_fails_the_step(workspace: Path) -> None:
 def test_an_oversized_payload_fails_the_step_and_keeps_the_store_intact(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CONTROLROOM_MAX_EVENT_BYTES", "4096")
+    # Above the run's start (its recipe snapshot, about 4.7 KB) and below the outline
+    # analysis's receipt (about 7.7 KB): the start is recorded and a step fails.
+    monkeypatch.setenv("CONTROLROOM_MAX_EVENT_BYTES", "6144")
     ctx = open_ctx(workspace)
     run = run_to_end(RunService(ctx), DRAFT)
     assert run.status == RunStatus.FAILED
-    assert "over the limit of 4096 bytes" in (run.error or "")
+    assert "over the limit of 6144 bytes" in (run.error or "")
     events = ctx.store.stream(run.id)
     assert [type(e).__name__ for e in events][-2:] == ["StepFailed", "RunFailed"]
     assert RunService(open_ctx(workspace)).load(run.id).status == RunStatus.FAILED
