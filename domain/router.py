@@ -22,7 +22,7 @@ from controlroom.domain.run_events import RoutingDecision
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown|txt))\b")
 _QUOTED_PATH = re.compile(r"\.(?:md|markdown|txt)$", re.IGNORECASE)
 _QUOTED = re.compile(r"[\"“]([^\"”]+)[\"”]")
-_UNIT = r"(scene|chapter|ch\.?|scn)"
+_UNIT = r"(scene|chapter|chap\.?|ch\.?|scn\.?|sc\.?)"
 _NUMBER = (
     r"(\d+|[ivxlc]+\b|"
     + "|".join(
@@ -73,6 +73,14 @@ class _Match:
     pattern: str
     stems: tuple[str, ...]
     score: float
+
+    def shown(self, text: str) -> str:
+        """The pattern as a reason names it: a phrase as written; for a regex, the words of
+        the request it matched, which say more to a writer than the regex."""
+        if not _is_regex(self.pattern):
+            return f"pattern '{self.pattern}'"
+        found = re.search(self.pattern[1:-1], text, re.IGNORECASE)
+        return f"the words '{found.group(0).strip()}'" if found else f"pattern '{self.pattern}'"
 
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -302,6 +310,7 @@ def initial_args_from(description: str) -> dict[str, JsonValue]:
         args["paths"] = paths
     covered: list[tuple[int, int]] = []
     bare = _PATH.sub(" ", unquoted)  # numbers inside a path are not a scope
+    bare = _UNIT_AND_NUMBER.sub(r"\1 ", bare.lower())  # "ch3", "sc.4": a unit and its number
     for found in _RANGE.finditer(bare):
         first, last = _number(found.group(2)), _number(found.group(3))
         if first is not None and last is not None:
@@ -397,9 +406,9 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
         key=lambda row: (-row[0], -row[1], row[2].recipe_id),
     )
     score, length, best = ranked[0]
-    reason = f"matched pattern '{best.pattern}' of recipe '{best.recipe_id}'"
+    reason = f"matched {best.shown(text)} of recipe '{best.recipe_id}'"
     if len(ranked) > 1:
-        others = ", ".join(f"{m.recipe_id} ('{m.pattern}')" for _, _, m in ranked[1:])
+        others = ", ".join(f"{m.recipe_id} ({m.shown(text)})" for _, _, m in ranked[1:])
         if (ranked[1][0], ranked[1][1]) == (score, length):
             reason += f"; tied with {others}, chosen by recipe id"
         else:

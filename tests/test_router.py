@@ -224,3 +224,9 @@ def test_a_writers_shorthand_for_chapters_and_scenes_is_read() -> None:
         decision = route(description, BUNDLED)
         assert decision.recipe_id == "creative_draft_scene", (description, decision.reason)
     assert initial_args_from("draft ch 11")["chapter_number"] == 11
+    # "ch3" and "sc4" give their numbers to the drafting target, as "chapter 3" does
+    assert initial_args_from("draft ch3") == {"chapter_number": 3}
+    assert initial_args_from("draft sc. 4, ch 11") == {"scene_number": 4, "chapter_number": 11}
+    assert initial_args_from("the science of it") == {}
+    # a regex's match is named by the request's own words, not by the regex
+    assert "the words 'draft ch3'" in route("draft ch3", BUNDLED).reason
