@@ -165,9 +165,11 @@ def cmd_workspace(ns: argparse.Namespace) -> int:
     from controlroom.tools.workspace import Workspace
 
     settings = Settings.from_env()
-    layout = detect_layout(Workspace(Path(ns.workspace), max_file_bytes=settings.max_file_bytes))
+    workspace = Workspace(Path(ns.workspace), max_file_bytes=settings.max_file_bytes)
+    layout = detect_layout(workspace)
+    narrator, found = _narrator(workspace, layout) if layout.units else (None, "none")
     if ns.json:
-        emit_json(layout.as_dict())
+        emit_json({**layout.as_dict(), "narrator": narrator, "narrator_source": found})
     else:
         print(f"layout: {layout.source} ({layout.unit}s)")
         for unit in layout.units:
@@ -176,6 +178,8 @@ def cmd_workspace(ns: argparse.Namespace) -> int:
         print(f"canon cards: {len(layout.canon)}")
         for path in layout.canon:
             print(f"  {path}")
+        # Who "I" is outside dialogue, as the consistency check will read it.
+        print(f"narrator: {narrator} ({found})" if narrator else f"narrator: none ({found})")
         if layout.other:
             shown = ", ".join(layout.other[:20])
             more = f" and {len(layout.other) - 20} more" if len(layout.other) > 20 else ""
@@ -189,6 +193,21 @@ def cmd_workspace(ns: argparse.Namespace) -> int:
         print(f"controlroom: error: {no_units_message(layout)}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_DONE
+
+
+def _narrator(workspace: Any, layout: Any) -> tuple[str | None, str]:
+    """The first-person narrator the consistency check will use, and how it was found:
+    declared in `workspace.json`, detected from the chapters, or none."""
+    from controlroom.tools.builtin.canon_checker import (
+        load_cards,
+        narrator_of,
+        workspace_settings,
+    )
+    from controlroom.tools.canon import build_cast
+
+    cast = build_cast(load_cards(workspace, list(layout.canon)))
+    texts = [workspace.read_text(unit.path) for unit in layout.units]
+    return narrator_of(workspace_settings(workspace)[0], cast, texts)
 
 
 def _catalog(ns: argparse.Namespace, warn: bool = True) -> Any:

@@ -208,6 +208,29 @@ def test_workspace_check_shows_the_layout_and_fails_on_an_empty_one(
     assert "no scene or chapter files found" in capsys.readouterr().err
 
 
+def test_workspace_check_says_who_narrates_and_how_it_knows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["workspace", "check", "-w", str(DORIAN)]) == 0
+    assert "narrator: none (none)" in capsys.readouterr().out  # told in the third person
+    book = tmp_path / "book"
+    shutil.copytree(DORIAN, book)
+    settings = book / ".control-room" / "workspace.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(
+        json.dumps(
+            {
+                "unit": "chapter",
+                "units": ["Story/Chapters/*.md"],
+                "canon": ["Story/Characters/*.md"],
+                "narrator": "Basil Hallward",
+            }
+        )
+    )
+    assert main(["workspace", "check", "-w", str(book)]) == 0
+    assert "narrator: Basil Hallward (declared)" in capsys.readouterr().out
+
+
 def test_cards_in_a_folder_of_any_name_are_known_by_their_lines(tmp_path: Path) -> None:
     (tmp_path / "Chapters").mkdir()
     (tmp_path / "Chapters" / "Chapter 01.md").write_text(
