@@ -237,8 +237,9 @@ def report(selected: list[Novel], verbose: bool) -> None:
                 into[key] += row[key]
         print()
     for split_name in ("dev", "held_out", "blind", "tuned"):
-        if split_name in by_split:
-            table(f"== all {split_name} novels ==", by_split[split_name])
+        chosen = [n for n in selected if n.split == split_name]
+        if len(chosen) > 1:  # one novel's group is its own table, printed above
+            table(f"== all {len(chosen)} {split_name} novels ==", by_split[split_name])
             print()
 
 
