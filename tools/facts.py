@@ -452,12 +452,7 @@ class _Context:
             # "Mr. Brand towered over the clerks", "he towered above them": the verb right
             # after its subject ("the window towers" is a noun's plural, and not a height)
             subject = tokens[i - 1]
-            spoken = inside(self.quotes, subject.start)
-            owner = self._mention_at(subject) or (
-                self._resolve(_SUBJECTS[subject.low], subject.start)
-                if subject.low in _SUBJECTS and not spoken
-                else None
-            )
+            owner = self._subject_word(subject, inside(self.quotes, subject.start))
             if owner:
                 return [
                     (owner, HEIGHT, tok.low, frozenset({"tall"}), tok.start, tok.start, tok.end)
@@ -1128,7 +1123,7 @@ class _Context:
     def _aside_before(self, tokens: list[_Tok], j: int) -> int | None:
         """Where the words before an aside between dashes end, when `tokens[j]` closes one
         ("Old Ransome -- we called him old, though I doubt he was fifty -- had"): the aside
-        is passed over, once, if it opened after a word of the same sentence."""
+        is passed over when it opened after a word of the same sentence."""
         if not _DASH.fullmatch(self.text[tokens[j].end : tokens[j + 1].start].strip()):
             return None
         k = j - 1
@@ -1372,14 +1367,9 @@ class _Context:
                 return None
             if "," not in self.text[tokens[k - 1].end : tokens[k].start]:
                 continue
-            word = tokens[k]
-            entity = self._mention_at(word)
-            if entity:
-                return entity
-            if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
-                return self._person(word)
-            if word.low in _SUBJECTS and not spoken:
-                return self._resolve(_SUBJECTS[word.low], word.start)
+            subject = self._subject_word(tokens[k], spoken)
+            if subject is not None:
+                return subject
         return None
 
     def _titled_subject(self, tokens: list[_Tok], j: int) -> str | None:
@@ -1414,12 +1404,7 @@ class _Context:
             return None
         if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i, i + 3)):
             return None
-        subject = tokens[i + 2]
-        if subject.low in FIRST_PERSON or subject.low in SECOND_PERSON:
-            return self._person(subject)
-        if subject.low in _SUBJECTS and not spoken:
-            return self._resolve(_SUBJECTS[subject.low], subject.start)
-        return self._mention_at(subject)
+        return self._subject_word(tokens[i + 2], spoken)
 
     def _possessor(self, word: _Tok, spoken: bool) -> str | None:
         """Whose "his", "her", "my" or "your" this is."""
@@ -1469,7 +1454,11 @@ class _Context:
             subject -= 1
         if subject < 0 or not self._gap_ok(tokens[subject], tokens[verb]):
             return None
-        word = tokens[subject]
+        return self._subject_word(tokens[subject], spoken)
+
+    def _subject_word(self, word: _Tok, spoken: bool) -> str | None:
+        """Whom one word standing as a subject means: a name, "I" or "you", or "he"/"she"
+        outside speech."""
         entity = self._mention_at(word)
         if entity:
             return entity
