@@ -7,7 +7,7 @@ Time is always passed in by the caller: nothing here reads the clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
@@ -25,7 +25,15 @@ class Aggregate:
         self.modified_on: datetime | None = None
         self._pending: list[DomainEvent] = []
 
-    def _trigger(self, event_class: type[E], at: datetime, **fields: Any) -> E:
+    def _trigger(
+        self,
+        event_class: type[E],
+        at: datetime,
+        _attached: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> E:
+        """Seal and apply an event. `_attached`: detached fields' values (sealed and stored
+        as null, `DomainEvent.detached_texts`), which this aggregate applies whole."""
         event = event_class.sealed(
             originator_id=self.id,
             originator_version=self.version + 1,
@@ -33,6 +41,8 @@ class Aggregate:
             prev_hash=self.last_hash,
             **fields,
         )
+        for field, value in (_attached or {}).items():
+            event.attach(field, value)
         self._apply_envelope(event)
         self._pending.append(event)
         return event

@@ -103,6 +103,17 @@ class DomainEvent(BaseModel):
         body = self.model_copy(update={"event_hash": ""}).model_dump_json()
         return _digest(self.type_name, body)
 
+    def detached_texts(self) -> dict[str, str]:
+        """The fields whose value the store keeps apart, as a text (domain/texts.py), by the
+        sha256 that names each text: stored as null, put back with `attach` on reading."""
+        return {}
+
+    def attach(self, field: str, value: Any) -> None:
+        """Put a detached field's value back (`detached_texts`). The stored form, which the
+        event's hash covers, is left as it is: it names the value by its sha256."""
+        assert field in self.detached_texts(), field
+        self.__dict__[field] = value
+
     def stored_json(self) -> str:
         """The event as the store keeps it."""
         return self._stored_json if self._stored_json is not None else self.model_dump_json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -11,7 +12,7 @@ from typing import Any, TypeVar
 from controlroom.domain import adaptive_flow as _adaptive_flow  # noqa: F401  (registers it)
 from controlroom.domain import untrusted_json
 from controlroom.domain.aggregate import Aggregate, E
-from controlroom.domain.canonical import preview
+from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.child_runs import ChildRunsSettled
 from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateError
 from controlroom.domain.events import DomainEvent, JournalRecord
@@ -85,7 +86,7 @@ from controlroom.domain.run_events import (
 )
 from controlroom.domain.spend import NOTHING, spend_of
 from controlroom.domain.steps import AgentStep, StepSpec, ToolStep
-from controlroom.domain.texts import split_body
+from controlroom.domain.texts import detached_output, split_body
 
 __all__ = [
     "AgentOutcome",
@@ -196,12 +197,27 @@ class Run(Aggregate):
         #: writes them once, before the commit that refers to them (`take_texts`).
         self.pending_texts: dict[str, str] = {}
 
-    def _trigger(self, event_class: type[E], at: datetime, **fields: Any) -> E:
+    def _trigger(
+        self,
+        event_class: type[E],
+        at: datetime,
+        _attached: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> E:
         if event_class is ModelRequestRecorded:
             body, texts = split_body(fields["body"])
             self.pending_texts.update(texts)
             fields = {**fields, "body": body}
-        return super()._trigger(event_class, at, **fields)
+        elif event_class is ReceiptIssued:
+            text = detached_output(fields["output"])
+            if text is not None:
+                digest = sha256_text(text)
+                self.pending_texts[digest] = text
+                _attached = {"output": fields["output"]}
+                fields = {**fields, "output": None, "output_text_sha256": digest}
+            else:
+                fields = {**fields, "output_text_sha256": None}
+        return super()._trigger(event_class, at, _attached, **fields)
 
     def take_texts(self) -> dict[str, str]:
         texts, self.pending_texts = self.pending_texts, {}

@@ -156,7 +156,14 @@ class StepStarted(DomainEvent):
 
 
 class ReceiptIssued(DomainEvent):
-    """A tool ran. The full payload lives here; the slot only points at it."""
+    """A tool ran. The full payload lives here; the slot only points at it.
+
+    A long output is stored once per store as a text (its JSON, keys in their order,
+    domain/texts.py) and the stored event keeps `output: null` and the text's sha256 in
+    `output_text_sha256`: a tool reading an unchanged workspace gives the same output run
+    after run. Reading the event puts the output back (eventstore/mapper.py), so every
+    reader sees it whole.
+    """
 
     type_name: ClassVar[str] = "ReceiptIssued"
 
@@ -170,6 +177,10 @@ class ReceiptIssued(DomainEvent):
     output_sha256: str
     summary: str
     duration_ms: float
+    output_text_sha256: str | None = None
+
+    def detached_texts(self) -> dict[str, str]:
+        return {"output": self.output_text_sha256} if self.output_text_sha256 else {}
 
 
 class AgentResponded(ModelReplyEvent):

@@ -2,7 +2,9 @@
 
 A model request's system text is its prompt template, rendered: the same few kilobytes in
 every run of a recipe (40% of a main-job run's bytes when each request carried its own copy).
-So a recorded request (`ModelRequestRecorded.body`) keeps each system text as
+Its user text is the step's inputs, rendered: the same whenever they are (the planner's
+phase-A context on an unchanged workspace, a retry, a review sent back with the same draft).
+So a recorded request (`ModelRequestRecorded.body`) keeps each long message text as
 `{"role": "system", "content_sha256": "…"}` (or a top-level `"system_sha256"` for bodies
 that carry the system text apart, as Anthropic's do), and the text itself is one
 `TextStored` event in the stream `text_<sha256>`, written once per store before the first
@@ -10,11 +12,13 @@ commit that refers to it (eventstore/store.py). `join_body` puts the texts back:
 `show --request` prints, and the request's `ref` (the sha256 of the whole body as sent),
 are unchanged.
 
-Requests recorded before this carry their texts inline and read as they are.
+Requests recorded before this carry their texts inline (earlier still, their user texts
+always) and read as they are.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
@@ -25,8 +29,6 @@ from controlroom.domain.errors import ControlRoomError
 from controlroom.domain.events import DomainEvent
 
 TEXT_PREFIX = "text_"
-#: The message roles whose text is a rendered template, the same from run to run.
-_TEMPLATE_ROLES = frozenset({"system", "developer"})
 #: Shorter texts are kept inline: a reference would not be smaller.
 MIN_STORED_CHARS = 256
 
@@ -66,7 +68,8 @@ class TextMissingError(ControlRoomError):
 
 
 def split_body(body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The body with each template text replaced by its sha256, and those texts by hash."""
+    """The body with each long message text replaced by its sha256, and those texts by
+    hash. Structured contents (a list of parts) stay inline."""
     texts: dict[str, str] = {}
 
     def ref(text: str) -> str:
@@ -81,15 +84,29 @@ def split_body(body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]
         elif key == "messages" and isinstance(value, list):
             split[key] = [
                 _swap(m, "content", "content_sha256", ref)
-                if isinstance(m, dict)
-                and m.get("role") in _TEMPLATE_ROLES
-                and _long_text(m.get("content"))
+                if isinstance(m, dict) and _long_text(m.get("content"))
                 else m
                 for m in value
             ]
         else:
             split[key] = value
     return split, texts
+
+
+def detached_output(output: object) -> str | None:
+    """A receipt's output as the text stored apart, when it is long (None: it stays
+    inline): its JSON as the event would have held it, keys in their order, so what reads
+    it back (a slot written to a file) sees the same value the run did."""
+    text = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) >= MIN_STORED_CHARS else None
+
+
+def attached_value(digest: str, text: str | None) -> Any:
+    """The value a detached text holds, checked against its hash."""
+    if text is None or sha256_text(text) != digest:
+        state = "is missing from the store" if text is None else "does not match its hash"
+        raise TextMissingError(f"the text sha256:{digest} {state}")
+    return json.loads(text)
 
 
 def referred_texts(body: Mapping[str, Any]) -> list[str]:

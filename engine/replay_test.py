@@ -294,13 +294,13 @@ def _eval_sources(events: list[DomainEvent]) -> list[str]:
 
 
 def _copy_runs(source: EventStore, target: EventStore, run_ids: list[str]) -> None:
-    """Each run's stream, and the prompt texts its requests refer to, written into
-    `target` as recorded."""
+    """Each run's stream, and the texts its events refer to (its requests' prompts, its
+    receipts' outputs), written into `target` as recorded."""
     for run_id in run_ids:
         events = source.stream(run_id)
         digests = [
             d for e in events if isinstance(e, ModelRequestRecorded) for d in referred_texts(e.body)
-        ]
+        ] + [d for e in events for d in e.detached_texts().values()]
         for digest, text in source.texts(list(dict.fromkeys(digests))).items():
             if not target.texts([digest]):
                 target.save(StoredText.of(events[0].timestamp, text))

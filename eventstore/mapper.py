@@ -6,6 +6,8 @@ module path; see `controlroom.domain.events` for names, versions and upcasters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 from eventsourcing.persistence import (
     JSONTranscoder,
@@ -21,6 +23,7 @@ from controlroom.domain import issue as _issue_events  # noqa: F401
 from controlroom.domain import run_events as _run_events  # noqa: F401
 from controlroom.domain.errors import PayloadTooLargeError
 from controlroom.domain.events import EVENT_TYPES, DomainEvent, parse_topic
+from controlroom.domain.texts import attached_value
 
 
 def _validate_stored(cls: type[DomainEvent], state: bytes) -> DomainEvent:
@@ -39,6 +42,9 @@ class PydanticMapper(Mapper[str]):
     def __init__(self, max_event_bytes: int) -> None:
         super().__init__(transcoder=JSONTranscoder())
         self.max_event_bytes = max_event_bytes
+        #: The store's stored text by sha256 (None when absent): what puts an event's
+        #: detached fields back (`DomainEvent.detached_texts`, domain/texts.py).
+        self.texts: Callable[[str], str | None] | None = None
 
     def to_stored_event(self, domain_event: object) -> StoredEvent:
         assert isinstance(domain_event, DomainEvent), type(domain_event)
@@ -67,6 +73,10 @@ class PydanticMapper(Mapper[str]):
                 stored_event.originator_version,
             ):
                 raise ValueError("the record's id or version differs from the event's own")
+            for field, digest in event.detached_texts().items():
+                if self.texts is None:
+                    raise ValueError(f"its {field} is a stored text, and no store was given")
+                event.attach(field, attached_value(digest, self.texts(digest)))
         except Exception as exc:
             raise MapperDeserialisationError(
                 f"cannot read event {stored_event.originator_id} "

@@ -49,6 +49,10 @@ logger = logging.getLogger(__name__)
 CRASH_AFTER_COMMIT_VAR = "CONTROLROOM_CRASH_AFTER_COMMIT"
 
 
+#: How many texts read back (`EventStore.text`) a store keeps at most.
+_READ_TEXTS_KEPT = 256
+
+
 @dataclass(frozen=True)
 class Positioned:
     """An event with its global position in the store (the SSE id, the replay cursor)."""
@@ -137,6 +141,10 @@ class EventStore(Application[str]):
         self.damaged: dict[tuple[str, int], Damaged] = {}
         #: Texts known to be stored (domain/texts.py), by sha256: looked up once each.
         self._stored_texts: set[str] = set()
+        #: Texts read back for events' detached fields, by sha256 (they never change).
+        self._read_texts: dict[str, str] = {}
+        assert isinstance(self.mapper, PydanticMapper)
+        self.mapper.texts = self.text
 
     def _open(self, env: dict[str, str] | None) -> None:
         """Open (and on first use create) the store. Processes creating a new SQLite store
@@ -231,20 +239,30 @@ class EventStore(Application[str]):
         large), each is committed on its own, so only that one fails. A store fault
         (StoreUnavailableError) is raised: none of them was recorded.
         """
-        self._store_texts_first(aggregates)
+        refused: dict[int, Exception] = {}
+        for index, aggregate in enumerate(aggregates):
+            try:  # a text too large refuses its own aggregate's commit, not the group's
+                self._store_texts_first([aggregate])
+            except PayloadTooLargeError as exc:
+                refused[index] = exc
         batches = [aggregate.collect_events() for aggregate in aggregates]
+        for index in refused:
+            batches[index] = []
         events = [e for batch in batches for e in batch]
         if not events:
-            return [[] for _ in batches]
+            return [refused.get(index, []) for index in range(len(batches))]
         try:
             committed = self._put(events, None)
         except (IntegrityError, PayloadTooLargeError):
-            return [self._save_alone(batch) for batch in batches]
+            return [
+                refused[index] if index in refused else self._save_alone(batch)
+                for index, batch in enumerate(batches)
+            ]
         self._announce(committed, None)
         outcomes: list[list[Positioned] | Exception] = []
         start = 0
-        for batch in batches:
-            outcomes.append(committed[start : start + len(batch)])
+        for index, batch in enumerate(batches):
+            outcomes.append(refused.get(index) or committed[start : start + len(batch)])
             start += len(batch)
         return outcomes
 
@@ -293,6 +311,17 @@ class EventStore(Application[str]):
 
     def _holds_text(self, digest: str) -> bool:
         return bool(self.recorder.select_events(text_id(digest), limit=1))
+
+    def text(self, digest: str) -> str | None:
+        """One stored text by its sha256 (None when absent), kept once read."""
+        found = self._read_texts.get(digest)
+        if found is None:
+            found = self.texts([digest]).get(digest)
+            if found is not None:
+                if len(self._read_texts) >= _READ_TEXTS_KEPT:
+                    self._read_texts.clear()
+                self._read_texts[digest] = found
+        return found
 
     def texts(self, digests: Sequence[str]) -> dict[str, str]:
         """The stored texts among these, by sha256 (absent ones are left out)."""

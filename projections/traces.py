@@ -54,6 +54,7 @@ from controlroom.domain import plan_events as _plan_events  # noqa: F401
 from controlroom.domain import recipe as _recipe  # noqa: F401  (its step kinds' events)
 from controlroom.domain import run_events as _run_events  # noqa: F401
 from controlroom.domain.events import EVENT_TYPES, ModelReplyEvent, UnknownEventTypeError
+from controlroom.domain.texts import TextMissingError, join_body, referred_texts
 from controlroom.projections.base import Projection, Recorded
 from controlroom.projections.db import Db
 from controlroom.projections.traces_config import CAPTURE_CONTENT_VAR as CAPTURE_CONTENT_VAR
@@ -221,6 +222,10 @@ _TERMINAL = {"RunCompleted": "done", "RunFailed": "failed", "RunCancelled": "can
 _STEP_END = ("StepCompleted", "StepFailed")
 
 
+#: A stored text by its sha256, None when absent (`EventStore.text`).
+TextLookup = Callable[[str], str | None]
+
+
 class TracesProjection(Projection):
     name: ClassVar[str] = NAME
     #: Every event: a new kind of model call is a span without a change here.
@@ -236,16 +241,21 @@ class TracesProjection(Projection):
             calls INTEGER NOT NULL)""",
     )
 
-    def __init__(self, sink: Sink, *, capture_content: bool = False) -> None:
+    def __init__(
+        self, sink: Sink, *, capture_content: bool = False, texts: TextLookup | None = None
+    ) -> None:
         self.sink = sink
         self.capture_content = capture_content
+        #: The store's texts by sha256: a captured request's prompts, which its event
+        #: names by hash (domain/texts.py).
+        self.texts = texts
 
     def apply(self, conn: Db, batch: Sequence[Recorded]) -> None:
         wanted = {i.originator_id for i in batch if _wanted(i.type_name)}
         if not wanted:
             return
         states = _load_states(conn, wanted)
-        fold = _Fold(conn, states, self.capture_content)
+        fold = _Fold(conn, states, self.capture_content, self.texts)
         for item in batch:
             if item.originator_id in wanted and _wanted(item.type_name):
                 fold.apply(item)
@@ -339,11 +349,16 @@ class _Fold:
     """One batch's fold: the states it changes, the spans that ended in it."""
 
     def __init__(
-        self, conn: Db, states: dict[str, dict[str, Any] | None], capture_content: bool
+        self,
+        conn: Db,
+        states: dict[str, dict[str, Any] | None],
+        capture_content: bool,
+        texts: TextLookup | None = None,
     ) -> None:
         self.conn = conn
         self.states = states
         self.capture = capture_content
+        self.texts = texts
         self.spans: list[Span] = []
         #: Finished runs' tree usage: (input, output, cost, calls), by run id.
         self.totals: dict[str, tuple[int, int, float, int]] = {}
@@ -470,9 +485,22 @@ class _Fold:
             self._segment(run_id, item.version, data, at, state)
         elif name == "ModelRequestRecorded":
             if self.capture:
-                state["requests"][str(data.get("ref"))] = data.get("body")
+                state["requests"][str(data.get("ref"))] = self._as_sent(data.get("body"))
         else:
             self._run_span_event(name, data, at, state)
+
+    def _as_sent(self, body: object) -> object:
+        """A recorded request's body with the texts it names by hash put back; as
+        recorded when a text cannot be read (the span then carries no prompt text)."""
+        if not isinstance(body, dict) or self.texts is None:
+            return body
+        lookup = self.texts
+        found = {d: t for d in referred_texts(body) if (t := lookup(d)) is not None}
+        try:
+            return join_body(body, found)
+        except TextMissingError as exc:
+            log.warning("a traced request's prompt is not shown: %s", exc)
+            return body
 
     def _step_started(
         self, run_id: str, data: dict[str, Any], at: int, state: dict[str, Any]

@@ -82,7 +82,9 @@ class TraceExport:
         #: Each export request's time limit (None: the OTLP variables', else 10 s).
         self.timeout_s = timeout_s
         self.config = config or TelemetryConfig.from_env()
-        self.projection = TracesProjection(self._send, capture_content=self.config.capture_content)
+        self.projection = TracesProjection(
+            self._send, capture_content=self.config.capture_content, texts=store.text
+        )
         self.projections = Projections(store, where, [self.projection])
         self.conn = self.projections.conn
         self._exporter = exporter

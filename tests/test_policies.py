@@ -22,9 +22,10 @@ pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
 #: The consistency check's commits: its start, then one per step (the DoD rides on the last),
 #: the intents of its two report files (its own and the latest copy), each committed before
-#: the file is written, and on a new store
-#: the system text of each of its two agent steps (domain/texts.py), stored before the step.
-CONSISTENCY_COMMITS = 13  # start, 8 steps (2 review gates), 2 file intents, 2 texts
+#: the file is written, and on a new store the texts stored apart (domain/texts.py), each
+#: before the step that refers to them: its two long tool outputs, and the prompts of each
+#: of its two agent steps (system and user text in one commit).
+CONSISTENCY_COMMITS = 15  # start, 8 steps (2 review gates), 2 file intents, 4 of texts
 
 
 def cli(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

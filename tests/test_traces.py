@@ -239,6 +239,12 @@ def test_prompts_and_replies_only_when_opted_in(history: Path) -> None:
     with_prompt = [s for s in chats if "gen_ai.input_messages" in attrs(s)]
     assert with_reply and with_prompt
     assert '"role":"assistant"' in attrs(with_reply[0])["gen_ai.output_messages"]
+    # The requests name their prompts by hash (domain/texts.py): the spans carry the text.
+    for span in with_prompt:
+        shown = attrs(span)
+        assert "content_sha256" not in shown["gen_ai.input_messages"]
+        assert "null" not in (shown["gen_ai.input_messages"], shown["input.value"])
+        assert len(str(shown["gen_ai.system_instructions"])) > 256
 
 
 def test_nothing_is_exported_or_kept_unless_configured(
