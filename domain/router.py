@@ -364,6 +364,33 @@ def _unroutable(text: str, recipes: list[Recipe]) -> RoutingDecision:
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+$")
+#: A clause that tells what not to do ("Draft scene 4. Don't contradict the cards!", "…,
+#: but never touch the dialogue") is a constraint on the task, not the task: its words do
+#: not route. It runs from a sentence's or clause's start to the next stop or dash.
+_PROHIBITION = re.compile(
+    r"(?:^|(?<=[.!?;:,—–])|\b(?:and|but|just)\b)\s*(?:please\s+|pls\s+)?"
+    r"(?:don'?t|do not|never)\b[^.!?;—–]*",
+    re.IGNORECASE,
+)
+#: The outline named as the source of the work ("draft it from the outline", "take the
+#: outline and write it") says where the beats are, not that the outline is the task
+#: ("swap chapters 14 and 16 in the outline" is about it):
+#: its word is read as another, which no phrase pattern holds (regex patterns, which read
+#: the request as written, still see it).
+_OUTLINE_AS_SOURCE = re.compile(
+    r"\b(?:from|per|using|off|following|according to|based on|take)\s+"
+    r"(?:the\s+|my\s+|your\s+)?outline(?:'s)?\b",
+    re.IGNORECASE,
+)
+
+
+def _without_prohibitions(text: str) -> str:
+    return _PROHIBITION.sub(" ", text)
+
+
+def _phrase_words(text: str) -> str:
+    """The request as phrase patterns read it: the outline named as a source renamed."""
+    return _OUTLINE_AS_SOURCE.sub(lambda m: m.group(0)[: -len("outline")] + "outlinesource", text)
 
 
 def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
@@ -386,15 +413,9 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     recipes = list(recipes)
     index = _index_of(recipes)
     weights = index.weights
-    words = _spelled(_stems(_respelled(text, index.surface, index.surface_in_order)), index)
-    matched: dict[str, list[_Match]] = {}
-    for pattern in index.patterns:
-        stems = _match(pattern, text, words)
-        if stems is not None:
-            score = sum(weights.get(s, 1.0) for s in stems)
-            matched.setdefault(pattern.recipe_id, []).append(
-                _Match(pattern.recipe_id, pattern.text, stems, score)
-            )
+    matched = _matches(_without_prohibitions(text), index)
+    if not matched:  # nothing but a prohibition, say: read it whole rather than not at all
+        matched = _matches(text, index)
     if not matched:
         return _unroutable(text, recipes)
     ranked = sorted(
@@ -420,6 +441,22 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
         matched_pattern=best.pattern,
         initial_args=initial_args_from(text),
     )
+
+
+def _matches(text: str, index: _Index) -> dict[str, list[_Match]]:
+    """Each recipe's patterns that match `text` (a regex reads it as written), with their
+    weights."""
+    phrased = _respelled(_phrase_words(text), index.surface, index.surface_in_order)
+    words = _spelled(_stems(phrased), index)
+    matched: dict[str, list[_Match]] = {}
+    for pattern in index.patterns:
+        stems = _match(pattern, text, words)
+        if stems is not None:
+            score = sum(index.weights.get(s, 1.0) for s in stems)
+            matched.setdefault(pattern.recipe_id, []).append(
+                _Match(pattern.recipe_id, pattern.text, stems, score)
+            )
+    return matched
 
 
 def _recipe_score(found: list[_Match], weights: dict[str, float]) -> float:

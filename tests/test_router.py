@@ -35,7 +35,7 @@ def routed_right(name: str, split: str) -> tuple[int, int]:
     right = [
         row
         for row in chosen
-        if (route(row["request"], BUNDLED).recipe_id or None) in row["acceptable"]
+        if (route(row["request"], BUNDLED).recipe_id or None) in (row["acceptable"] or [None])
     ]
     return len(right), len(chosen)
 
@@ -174,12 +174,39 @@ def test_the_labelled_requests_route_right_on_both_halves() -> None:
 
 def test_requests_written_blind_route_right_no_less_often_than_measured() -> None:
     """bench/router_requests_blind*.json, written by others who never saw the patterns: a
-    floor under what BENCHMARKS.md reports (dev 94-95%, held out 83-87%), so a pattern
-    that helps one request and costs several others fails here."""
-    for name in ("router_requests_blind.json", "router_requests_blind2.json"):
-        for split, floor in (("dev", 0.9), ("held_out", 0.8)):
+    floor under what BENCHMARKS.md reports (sets 1 and 2: dev 94-96%, held out 82-87%; set
+    3, the newest: dev 83%, held out 68%), so a pattern that helps one request and costs
+    several others fails here."""
+    floors = {
+        "router_requests_blind.json": (0.9, 0.8),
+        "router_requests_blind2.json": (0.9, 0.8),
+        "router_requests_blind3.json": (0.8, 0.65),
+    }
+    for name, (dev, held_out) in floors.items():
+        for split, floor in (("dev", dev), ("held_out", held_out)):
             right, total = routed_right(name, split)
             assert right >= floor * total, (name, split, right, total)
+
+
+def test_a_prohibition_is_a_constraint_on_the_task_not_the_task() -> None:
+    recipes = [recipe("draft", "write the scene"), recipe("check", "contradict", "character cards")]
+    request = "Write the scene at the well. Don't contradict anything in the character cards!"
+    assert route(request, recipes).recipe_id == "draft"
+    assert route(
+        "write the scene, but never contradict the character cards", recipes
+    ).recipe_id == ("draft")
+    # a request that is nothing but a prohibition is read whole rather than not at all
+    assert route("don't contradict the character cards", recipes).recipe_id == "check"
+
+
+def test_the_outline_named_as_a_source_is_not_a_request_about_the_outline() -> None:
+    recipes = [recipe("draft", "write", "draft it"), recipe("outline", "outline")]
+    assert route("take the outline for the prologue and write it", recipes).recipe_id == "draft"
+    assert route("draft it from my outline", recipes).recipe_id == "draft"
+    assert route("swap chapters 14 and 16 in the outline", recipes).recipe_id == "outline"
+    # a regex pattern reads the request as written
+    regex = [recipe("from_outline", r"/\bfrom (?:the|my) outline\b/")]
+    assert route("draft it from my outline", regex).recipe_id == "from_outline"
 
 
 def test_a_mistyped_recipe_id_is_not_read_as_a_request() -> None:
