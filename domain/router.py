@@ -17,6 +17,7 @@ import snowballstemmer
 from pydantic import JsonValue
 
 from controlroom.domain.recipe import Recipe
+from controlroom.domain.router_clauses import clause_weights, clauses
 from controlroom.domain.run_events import RoutingDecision
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown|txt))\b")
@@ -73,6 +74,8 @@ class _Match:
     pattern: str
     stems: tuple[str, ...]
     score: float
+    #: What the match counts for by the clause it is in (domain/router_clauses.py).
+    factor: float = 1.0
 
     def shown(self, text: str) -> str:
         """The pattern as a reason names it: a phrase as written; for a regex, the words of
@@ -194,9 +197,10 @@ def _spelled(words: tuple[str, ...], index: _Index) -> tuple[str, ...]:
     return tuple(fixed)
 
 
-def _find(wanted: tuple[str, ...], words: tuple[str, ...]) -> bool:
-    """All of `wanted` in order in `words`, each at most two content words after the
-    last ("check the consistency of" matches "check consistency")."""
+def _find(wanted: tuple[str, ...], words: tuple[str, ...]) -> int | None:
+    """Where all of `wanted` start in `words`, in order, each at most two content words
+    after the last ("check the consistency of" matches "check consistency"); None: not
+    there."""
     for start, word in enumerate(words):
         if word != wanted[0]:
             continue
@@ -208,8 +212,8 @@ def _find(wanted: tuple[str, ...], words: tuple[str, ...]) -> bool:
                 break
             position = position + 1 + window.index(stem)
         if found:
-            return True
-    return False
+            return start
+    return None
 
 
 @dataclass(frozen=True)
@@ -285,16 +289,21 @@ def _is_regex(pattern: str) -> bool:
     return len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/")
 
 
-def _match(pattern: _Pattern, description: str, words: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The stems a pattern matched, or None."""
+def _match(
+    pattern: _Pattern, description: str, words: tuple[str, ...]
+) -> tuple[tuple[str, ...], int] | None:
+    """The stems a pattern matched and where (a character of the description for a regex,
+    a word for a phrase), or None."""
     if pattern.regex is not None:
         # A regex is a recipe's deliberate claim on a shape of request ("draft … then check
         # it against the canon"): it counts as one specific match, whatever words it spans.
-        return (pattern.text,) if pattern.regex.search(description) else None
+        found = pattern.regex.search(description)
+        return ((pattern.text,), found.start()) if found else None
     wanted = pattern.stems
-    if not wanted or not _find(wanted, words):
+    start = _find(wanted, words) if wanted else None
+    if not wanted or start is None:
         return None
-    return wanted
+    return wanted, start
 
 
 def initial_args_from(description: str) -> dict[str, JsonValue]:
@@ -445,16 +454,37 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
 
 def _matches(text: str, index: _Index) -> dict[str, list[_Match]]:
     """Each recipe's patterns that match `text` (a regex reads it as written), with their
-    weights."""
-    phrased = _respelled(_phrase_words(text), index.surface, index.surface_in_order)
-    words = _spelled(_stems(phrased), index)
+    weights and the weight of the clause each starts in."""
+    parts = clauses(text)
+    factors = clause_weights([part for _, part in parts])
+    words: list[str] = []
+    word_factor: list[float] = []
+    for (_, part), factor in zip(parts, factors, strict=True):
+        phrased = _respelled(_phrase_words(part), index.surface, index.surface_in_order)
+        stems = _spelled(_stems(phrased), index)
+        words.extend(stems)
+        word_factor.extend([factor] * len(stems))
+    starts = [start for start, _ in parts]
+
+    def factor_at(char: int) -> float:
+        return next(
+            (
+                f
+                for start, f in zip(reversed(starts), reversed(factors), strict=True)
+                if start <= char
+            ),
+            factors[0] if factors else 1.0,
+        )
+
     matched: dict[str, list[_Match]] = {}
     for pattern in index.patterns:
-        stems = _match(pattern, text, words)
-        if stems is not None:
-            score = sum(index.weights.get(s, 1.0) for s in stems)
+        found = _match(pattern, text, tuple(words))
+        if found is not None:
+            stems, where = found
+            factor = factor_at(where) if pattern.regex is not None else word_factor[where]
+            score = sum(index.weights.get(s, 1.0) for s in stems) * factor
             matched.setdefault(pattern.recipe_id, []).append(
-                _Match(pattern.recipe_id, pattern.text, stems, score)
+                _Match(pattern.recipe_id, pattern.text, stems, score, factor)
             )
     return matched
 
@@ -463,8 +493,8 @@ def _recipe_score(found: list[_Match], weights: dict[str, float]) -> float:
     """The weight of every stem the recipe's patterns matched, a stem counted as often as
     one pattern holds it: a phrase ("beat by beat") counts every word it matched, while two
     patterns sharing a word ("draft", "draft chapter") do not count it twice."""
-    times: dict[str, int] = {}
+    times: dict[str, float] = {}
     for match in found:
         for stem in set(match.stems):
-            times[stem] = max(times.get(stem, 0), match.stems.count(stem))
+            times[stem] = max(times.get(stem, 0.0), match.stems.count(stem) * match.factor)
     return sum(weights.get(stem, 1.0) * count for stem, count in times.items())

@@ -8,6 +8,7 @@ from pathlib import Path
 import controlroom.domain.packet_steps  # noqa: F401  (registers the playbook's step kinds)
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.router import initial_args_from, route
+from controlroom.domain.router_clauses import CONTEXT, HOW, TASK, clause_weights, clauses
 from controlroom.prompts.registry import PromptRegistry
 from controlroom.recipes.catalog import RecipeCatalog
 from controlroom.tools.base import ToolRegistry
@@ -254,3 +255,27 @@ def test_a_writers_shorthand_for_chapters_and_scenes_is_read() -> None:
     assert initial_args_from("the science of it") == {}
     # a regex's match is named by the request's own words, not by the regex
     assert "the words 'draft ch3'" in route("draft ch3", BUNDLED).reason
+
+
+def test_the_task_is_the_first_clause_that_asks_and_the_rest_weigh_less() -> None:
+    parts = [
+        part.strip()
+        for _, part in clauses(
+            "I've got dangling threads everywhere. Go through them - decide what to do with each."
+        )
+    ]
+    assert parts == [
+        "I've got dangling threads everywhere",
+        "Go through them",
+        "decide what to do with each",
+    ]
+    assert clause_weights(parts) == [CONTEXT, TASK, HOW]
+    # a question asks; a statement of what is there does not; no clause that asks: all task
+    assert clause_weights(["Is chapter six consistent", "the magic feels off"]) == [TASK, CONTEXT]
+    assert clause_weights(["Outline says it's in ch6", "can you write it"]) == [CONTEXT, TASK]
+    assert clause_weights(["the prose is flabby"]) == [TASK]
+    recipes = [recipe("revise", "revise"), recipe("check", "check canon", "prose pass")]
+    request = "revise chapter 8 — check it against canon first and then do a prose pass"
+    assert route(request, recipes).recipe_id == "check"  # more words, though only how
+    recipes = [recipe("revise", "revise chapter"), recipe("check", "check canon")]
+    assert route(request, recipes).recipe_id == "revise"  # as many words: the task's win
