@@ -279,3 +279,17 @@ def test_the_task_is_the_first_clause_that_asks_and_the_rest_weigh_less() -> Non
     assert route(request, recipes).recipe_id == "check"  # more words, though only how
     recipes = [recipe("revise", "revise chapter"), recipe("check", "check canon")]
     assert route(request, recipes).recipe_id == "revise"  # as many words: the task's win
+
+
+def test_no_bundled_phrase_pattern_is_one_word_once_its_small_words_are_dropped() -> None:
+    """ "as you go" read word by word is "go", which matched every "go through them": a
+    phrase whose meaning is in its small words is written as a regex."""
+    from controlroom.domain.router import _is_regex, _stems
+
+    thinned = [
+        (r.recipe_id, p)
+        for r in BUNDLED
+        for p in r.task_patterns
+        if not _is_regex(p) and len(p.split()) > 1 and len(_stems(p)) < 2
+    ]
+    assert thinned == []
