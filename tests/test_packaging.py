@@ -51,6 +51,7 @@ def test_the_wheel_installs_everything_under_one_namespace(tmp_path: Path) -> No
         "controlroom/prompts/prompts.json",
         "controlroom/prompts/templates/draft_scene.t3.md",
         "controlroom/models/models.schema.json",
+        "controlroom/api/static/app.js",  # the dashboard
     ):
         assert expected in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
