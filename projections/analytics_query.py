@@ -125,6 +125,10 @@ class AnalyticsResult(BaseModel):
     note: str | None = Field(default=None, description="why the rows were cut, when they were")
 
 
+#: How often a cancelled query's connection is interrupted again until the query ends.
+_REINTERRUPT_S = 0.05
+
+
 class QueryTicket:
     """One query's time limit, counted from when it was asked (waiting for a thread or for
     the file included), and the way to stop it from another thread: `cancel` interrupts the
@@ -173,9 +177,22 @@ class QueryTicket:
     def cancel(self) -> None:
         with self._guard:
             self._cancelled = True
-            if self._con is not None:
+            con = self._con
+        if con is None:
+            return  # not started: `running` refuses to start it
+        # DuckDB forgets an interrupt that comes before its query starts executing (the
+        # ticket counts as started a moment earlier): interrupt again until the query lets
+        # go of the connection, so a stop in that moment is not lost for the whole limit.
+        threading.Thread(target=self._interrupt_until_released, args=(con,), daemon=True).start()
+
+    def _interrupt_until_released(self, con: duckdb.DuckDBPyConnection) -> None:
+        while True:
+            with self._guard:
+                if self._con is not con:
+                    return
                 with suppress(duckdb.Error):  # closed meanwhile: nothing left to stop
-                    self._con.interrupt()
+                    con.interrupt()
+            time.sleep(_REINTERRUPT_S)
 
     def timed_out(self) -> AnalyticsQueryError:
         if self._cancelled and self.remaining() > 0:

@@ -27,7 +27,7 @@ from controlroom.eventstore.store import EventStore
 from controlroom.projections.analytics import AnalyticsProjection
 from controlroom.projections.analytics_limits import AnalyticsResources
 from controlroom.projections.analytics_pool import AnalyticsBusyError
-from controlroom.projections.analytics_query import AnalyticsQueryError, QueryLimits
+from controlroom.projections.analytics_query import AnalyticsQueryError, QueryLimits, QueryTicket
 
 #: Runs for many minutes and returns nothing: a cross join whose filter never holds.
 ENDLESS = "SELECT count(*) FROM range(1000000) a, range(1000000) b WHERE a.range + b.range < 0"
@@ -318,3 +318,17 @@ def test_the_cli_takes_its_limits_from_the_environment(workspace: Path) -> None:
     assert stopped.returncode == 64 and "time limit of 1s" in stopped.stderr
     bad = cli("SELECT 1", CONTROLROOM_ANALYTICS_TEMP_LIMIT="much")
     assert bad.returncode != 0 and "CONTROLROOM_ANALYTICS_TEMP_LIMIT='much'" in bad.stderr
+
+
+def test_a_stop_that_comes_as_the_query_starts_is_not_lost() -> None:
+    """DuckDB forgets an interrupt that arrives before its query executes; the ticket counts
+    as started a moment earlier, so a stop then (a server closing) must still end it."""
+    con = duckdb.connect()
+    ticket = QueryTicket(timeout_s=600)
+    # About a minute's work if nothing stops it (DuckDB's loop does not yield to the test's
+    # timeout, so not an endless query): before, it ran to its end and this failed.
+    minute = "SELECT count(*) FROM range(150000) a, range(150000) b WHERE a.range + b.range < 0"
+    with pytest.raises(duckdb.InterruptException), ticket.running(con):
+        ticket.cancel()  # before the query below begins
+        con.execute(minute).fetchall()
+    assert ticket.timed_out().code == "query_cancelled"
