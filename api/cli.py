@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 from typing import NoReturn
 
 from controlroom.api import (
@@ -49,6 +50,7 @@ from controlroom.domain.errors import (
     BadInputError,
     ControlRoomError,
     RunConflictError,
+    RunNotFoundError,
     RunStateError,
 )
 from controlroom.domain.plan_errors import PlanStateError
@@ -146,6 +148,21 @@ def _output_closed() -> int:
     return EXIT_OUTPUT_CLOSED
 
 
+def _naming_the_store(exc: RunNotFoundError, ns: argparse.Namespace) -> RunNotFoundError:
+    """The error, saying which store was searched: a run recorded in PostgreSQL and looked
+    for from a shell without CONTROLROOM_STORE is otherwise a mystery."""
+    workspace = getattr(ns, "workspace", None)
+    if exc.store is not None or workspace is None:
+        return exc
+    from controlroom.eventstore.backend import location_of
+    from controlroom.eventstore.config import store_env
+
+    try:
+        return RunNotFoundError(exc.run_id, location_of(store_env(Path(workspace))))
+    except ControlRoomError:  # a store setting it cannot read: the error as it was
+        return exc
+
+
 def _main(argv: list[str] | None) -> int:
     ns = build_parser().parse_args(argv)
     as_json = getattr(ns, "output_format", "text") == "json"
@@ -167,6 +184,8 @@ def _main(argv: list[str] | None) -> int:
 
             check_id(ns.run_id, "RUN_ID")
         code: int = ns.func(ns)
+    except RunNotFoundError as exc:
+        return error(_naming_the_store(exc, ns), EXIT_BAD_INPUT, exc)
     except (BadInputError, RunStateError, PlanStateError) as exc:
         return error(exc, EXIT_BAD_INPUT, exc)
     except RunConflictError as exc:

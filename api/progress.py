@@ -31,6 +31,8 @@ class ProgressPrinter:
         self.out = out or sys.stderr
         self.total = total_steps
         self.started: dict[str, datetime] = {}
+        #: Runs whose end was shown: the summary after it lists their issues with findings.
+        self.ended: set[str] = set()
 
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -43,6 +45,8 @@ class ProgressPrinter:
 
     def render(self, item: Positioned) -> None:
         e = item.event
+        if isinstance(e, RunCompleted | RunFailed | RunCancelled):
+            self.ended.add(e.originator_id)
         if isinstance(e, RunStarted):
             self.total = e.total_steps
             how = f" (routed: {e.routing.reason})" if e.routing else ""
@@ -92,5 +96,7 @@ class ProgressPrinter:
             self._say(f"■ {e.originator_id} failed: {e.error}")
         elif isinstance(e, RunCancelled):
             self._say(f"■ {e.originator_id} cancelled: {e.reason}")
-        elif isinstance(e, IssueOpened):
+        elif isinstance(e, IssueOpened) and e.run_id not in self.ended:
+            # an issue opened while its run goes on; one opened on its end (a failed
+            # Definition of Done) is in the run's summary, with its findings
             self._say(f"  issue {e.originator_id}: {e.title}")

@@ -10,8 +10,10 @@ controlroom cancel RUN_ID [--reason "…"]
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from controlroom.api.cli_common import (
@@ -34,6 +36,7 @@ from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.ports import process_owner
 from controlroom.engine.service import RunRequest, RunService
+from controlroom.eventstore.config import STORE_VAR, store_env
 from controlroom.eventstore.store import Positioned
 
 
@@ -273,11 +276,25 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
             file=sys.stderr,
         )
     print(f"recorded in {ctx.store.location()}", file=sys.stderr)
+    # A store other than the workspace's own file is named in the commands to see the run:
+    # in a shell without CONTROLROOM_STORE they would look in the file and find nothing.
+    default = store_env(workspace, "")["SQLITE_DBNAME"]
+    own_file = ctx.store.backend == "sqlite" and ctx.store.location() == default
+    memory = ctx.store.backend == "memory"  # nothing to see once this process ends
+    store = "" if own_file or memory else f"{STORE_VAR}={shlex.quote(_store_spec(ctx))} "
     print(
-        f"see it: controlroom show {run.id} -w {workspace}  ·  every event: controlroom events "
-        f"{run.id} -w {workspace}",
+        f"see it: {store}controlroom show {run.id} -w {workspace}  ·  every event: "
+        f"{store}controlroom events {run.id} -w {workspace}",
         file=sys.stderr,
     )
+
+
+def _store_spec(ctx: Context) -> str:
+    """The store as CONTROLROOM_STORE names it (a PostgreSQL store without its password)."""
+    location = ctx.store.location()
+    if ctx.store.backend == "sqlite":
+        return f"sqlite://{Path(location).resolve()}"
+    return location
 
 
 def _finish(ctx: Context, run: Run, as_json: bool) -> int:

@@ -107,9 +107,13 @@ class ModelConfigError(BadInputError):
 
 
 class RunNotFoundError(BadInputError):
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, store: str | None = None) -> None:
         self.run_id = run_id
-        super().__init__(f"no run '{run_id}' in this store")
+        self.store = store
+        # Which store: a run recorded in PostgreSQL looked for in the workspace's own file
+        # (CONTROLROOM_STORE not set in this shell) is otherwise a mystery.
+        where = f" ({store})" if store else ""
+        super().__init__(f"no run '{run_id}' in this store{where}")
 
 
 class IssueNotFoundError(BadInputError):

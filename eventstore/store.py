@@ -35,7 +35,7 @@ from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.errors import PayloadTooLargeError, StoreUnavailableError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.texts import StoredText, TextStored, text_id
-from controlroom.eventstore.backend import Backend, backend_of
+from controlroom.eventstore.backend import Backend, backend_of, location_of
 from controlroom.eventstore.config import max_event_bytes, store_env
 from controlroom.eventstore.faults import fault_kind
 from controlroom.eventstore.group_commit import GroupCommitter
@@ -448,18 +448,7 @@ class EventStore(Application[str]):
 
     def location(self) -> str:
         """Where the log lives, for people: a file, a database (no password), or memory."""
-        if self.backend == "sqlite":
-            return str(self.env["SQLITE_DBNAME"])
-        if self.backend == "postgres":
-            # The schema too: two stores in one database are two logs (the analytics file
-            # keeps this as its source, and rebuilds when it changes).
-            schema = self.env.get("POSTGRES_SCHEMA")
-            return (
-                f"postgresql://{self.env.get('POSTGRES_USER')}@{self.env.get('POSTGRES_HOST')}:"
-                f"{self.env.get('POSTGRES_PORT')}/{self.env.get('POSTGRES_DBNAME')}"
-                + (f"?schema={schema}" if schema else "")
-            )
-        return "process memory (CONTROLROOM_STORE=memory: gone when the process exits)"
+        return location_of(self.env)
 
     def max_position(self) -> int:
         return self.recorder.max_notification_id() or 0

@@ -87,6 +87,9 @@ def test_the_planted_problem_is_found_and_becomes_an_issue(workspace: Path) -> N
     assert "SCN-02-the-ambush.md:3: Kael's eyes is 'green' but canon says 'grey'" in result.stdout
     issues = as_json(cli("issues", "-w", str(workspace), "--json"))
     assert len(issues) == 1 and issues[0]["kind"] == "dod_failure"
+    # named once: in the run's summary, with its findings, not also as the progress's last line
+    shown = result.stdout + result.stderr
+    assert shown.count(f"issue {issues[0]['issue_id']}:") == 1, shown
 
 
 def test_route_and_recipes_commands(workspace: Path) -> None:
@@ -239,3 +242,30 @@ def test_the_main_job_leaves_the_new_scene_file_and_says_where(workspace: Path) 
     rerun_id = again.stdout.split(":")[0]
     events = as_json(cli("events", rerun_id, "-w", str(workspace), "--json"))
     assert not [e for e in events if e["type"] == "AgentResponded"]
+
+
+def test_a_run_in_another_store_says_how_to_see_it_and_a_miss_names_the_store(
+    workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere.sqlite"
+    store = {"CONTROLROOM_STORE": f"sqlite://{other}"}
+    ran = cli("run", "check consistency of the scenes", "-q", "-w", str(workspace), env=store)
+    hint = next(line for line in ran.stderr.splitlines() if line.startswith("see it: "))
+    command = hint.removeprefix("see it: ").split("  ·  ")[0]
+    assert command.startswith(f"CONTROLROOM_STORE=sqlite://{other} controlroom show run_")
+    # the printed command works from a shell without the variable
+    shown = subprocess.run(
+        command.replace("controlroom", CLI, 1),
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "CONTROLROOM_STORE"},
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    run_id = command.split()[3]
+    missing = cli("show", run_id, "-w", str(workspace))  # the workspace's own file
+    assert missing.returncode == 64
+    own_file = workspace / ".control-room" / "events.sqlite"
+    assert f"no run '{run_id}' in this store ({own_file})" in missing.stderr
