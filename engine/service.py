@@ -202,13 +202,15 @@ class RunService:
             raise RunNotFoundError(run_id, self.ctx.store.location())
         ref = step_or_ref if step_or_ref.startswith("sha256:") else None
         step = None
-        if ref is None:
-            for event in reversed(events):
-                if isinstance(event, AgentResponded | AgentReplyRejected | ModelAttemptFailed) and (
-                    step_or_ref in (event.step_id, getattr(event, "instance_id", None))
-                ):
-                    ref, step = event.request_ref, event.step_id
-                    break
+        for event in reversed(events):
+            if not isinstance(event, AgentResponded | AgentReplyRejected | ModelAttemptFailed):
+                continue
+            if ref is not None and event.request_ref == ref:
+                step = event.step_id  # asked by ref: the step whose call sent it
+                break
+            if ref is None and step_or_ref in (event.step_id, getattr(event, "instance_id", None)):
+                ref, step = event.request_ref, event.step_id
+                break
         for event in events:
             if isinstance(event, ModelRequestRecorded) and event.ref == ref:
                 return {

@@ -110,6 +110,10 @@ def test_the_second_run_stores_no_text_and_its_requests_read_back_as_sent(
         for event in requests[1]:
             body = service.request_body(event)
             assert "sha256:" + sha256_json_of(body) == event.ref
+        # asked by its ref, a request names the step that sent it, as asked by the step
+        by_step = service.recorded_request(ids[1], "update")
+        assert service.recorded_request(ids[1], by_step["ref"]) == by_step
+        assert by_step["step_id"] == "update"
     finally:
         ctx.close()
 
