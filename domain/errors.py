@@ -110,8 +110,9 @@ class RunNotFoundError(BadInputError):
     def __init__(self, run_id: str, store: str | None = None) -> None:
         self.run_id = run_id
         self.store = store
-        # Which store: a run recorded in PostgreSQL looked for in the workspace's own file
-        # (CONTROLROOM_STORE not set in this shell) is otherwise a mystery.
+        # Which store, named by the CLI (api/cli.py): a run recorded in PostgreSQL looked
+        # for in the workspace's own file is otherwise a mystery. Never over HTTP: a
+        # client is not told the server's paths or database.
         where = f" ({store})" if store else ""
         super().__init__(f"no run '{run_id}' in this store{where}")
 

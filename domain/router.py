@@ -477,8 +477,9 @@ def _matches(text: str, index: _Index) -> dict[str, list[_Match]]:
         )
 
     matched: dict[str, list[_Match]] = {}
+    read = tuple(words)  # once: every pattern reads the same words
     for pattern in index.patterns:
-        found = _match(pattern, text, tuple(words))
+        found = _match(pattern, text, read)
         if found is not None:
             stems, where = found
             factor = factor_at(where) if pattern.regex is not None else word_factor[where]

@@ -130,7 +130,7 @@ class RunService:
     def load(self, run_id: str) -> Run:
         run = self.ctx.store.load(Run, run_id)
         if run is None:
-            raise RunNotFoundError(run_id, self.ctx.store.location())
+            raise RunNotFoundError(run_id)
         return run
 
     async def execute(
@@ -199,7 +199,7 @@ class RunService:
         `sha256:` ref), read from the run's own events: what the model was shown."""
         events = self.ctx.store.stream(run_id)
         if not events:
-            raise RunNotFoundError(run_id, self.ctx.store.location())
+            raise RunNotFoundError(run_id)
         ref = step_or_ref if step_or_ref.startswith("sha256:") else None
         step = None
         for event in reversed(events):
