@@ -146,3 +146,43 @@ def test_any_two_runs_compare_by_id_with_their_texts_in_full(
         page.wait_for_selector("#diff-text-summary")
         assert page.query_selector("#diff-text-table") is not None
         assert seen.problems == []
+
+
+@pytest.mark.timeout(120)
+def test_a_run_id_being_typed_keeps_its_focus_when_the_run_state_arrives(
+    workspace: Path,
+    watch: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    # CI once lost this race: the page's state arrived between typing an id and pressing
+    # Enter, the header's buttons were rebuilt, and the compare box lost its focus.
+    # Holding the state response until the id is typed makes the order certain.
+    with (
+        live_server(workspace) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+        watch(base) as seen,
+    ):
+        first = start(client, task="consistency check")
+        read_sse(client, f"/api/runs/{first}/events")
+        other = start(client, task="prose review")
+        read_sse(client, f"/api/runs/{other}/events")
+        held: list[Any] = []
+        seen.page.route("**/api/runs/*/state", lambda route: held.append(route))
+        page = seen.open(f"/#/runs/{first}")
+        page.wait_for_selector("#compare-id")
+        for _ in range(600):  # the page asks for its state soon after it shows the box
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the page never asked for the run's state"
+        page.focus("#compare-id")
+        page.keyboard.type(other)
+        for route in held:
+            route.continue_()
+        seen.page.unroute("**/api/runs/*/state")
+        page.wait_for_selector("#run-facts h1 .badge:not([data-status='loading'])")
+        assert page.evaluate("() => document.activeElement && document.activeElement.id") == (
+            "compare-id"
+        )
+        page.keyboard.press("Enter")
+        page.wait_for_function("(id) => location.hash === `#/diff/${id}`", arg=f"{first}/{other}")
+        assert seen.problems == []

@@ -188,7 +188,11 @@ export async function showRun(root, runId) {
   // The header's facts and its actions are rebuilt apart, each only when what it shows
   // changed: a button stays the same node (focus, a click under way) while events stream.
   const headerFacts = h("div", { id: "run-facts" });
-  const headerActions = h("div", { class: "actions", id: "run-actions" });
+  // The run's buttons are rebuilt as its state changes; the compare controls are built once
+  // and never moved, so a state change does not take the focus from a half-typed run id.
+  const runButtons = h("span", { class: "contents", id: "run-buttons" });
+  const compareBox = h("span", { class: "contents", id: "run-compare" });
+  const headerActions = h("div", { class: "actions", id: "run-actions" }, runButtons, compareBox);
   header.append(headerFacts, headerActions);
   let headerKey = null;
   let actionsKey = null;
@@ -197,7 +201,9 @@ export async function showRun(root, runId) {
     const forActions = JSON.stringify([state && state.actions, confirmingCancel, canRetry, run.recipeId]);
     if (forActions !== actionsKey) {
       actionsKey = forActions;
-      replace(headerActions, actionButtons(), compareControl());
+      replace(runButtons, actionButtons());
+      const controls = compareControl();
+      if (compareBox.childElementCount === 0) compareBox.append(...controls);
     }
     const key = JSON.stringify([state, tampered, run.recipeId, run.task && run.task.description, run.completedAt, run.owner, run.error, Boolean(run.waitingForPerson)]);
     if (key === headerKey) return;
