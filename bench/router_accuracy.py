@@ -29,6 +29,7 @@ REQUEST_SETS = (
     REPO / "bench" / "router_requests_blind.json",
     REPO / "bench" / "router_requests_blind2.json",
     REPO / "bench" / "router_requests_blind3.json",
+    REPO / "bench" / "router_requests_blind4.json",
 )
 
 
