@@ -128,6 +128,20 @@ else:
     PhaseBEntry = _phase_entry("b")
 
 
+class TaskCombination(_Frozen):
+    """Requests that ask for the work of several recipes at once route to the recipe that
+    declares it: an orchestrator of a consistency check and a prose review is the recipe for
+    "check chapter 4 against the cards, then review its prose", which either alone would
+    take (domain/router.py)."""
+
+    #: Every one of these recipes must match a clause of the request that asks for something.
+    recipes: list[str] = Field(min_length=2)
+    #: A `/regex/` the request must match (its scope, say "the whole book"), if set.
+    when: str | None = None
+    #: A `/regex/` that, matched, leaves the combination out (another scope).
+    unless: str | None = None
+
+
 class Recipe(_Frozen):
     """A static, declarative execution plan for one task type (appendix B)."""
 
@@ -135,6 +149,12 @@ class Recipe(_Frozen):
     label: str = ""
     description: str | None = None
     task_patterns: list[str] = Field(default_factory=list)
+    #: Requests that ask for several recipes' work at once and belong here (the router).
+    task_combines: list[TaskCombination] = Field(default_factory=list)
+    #: For a recipe the router never starts (a conference round, an eval): how its runs are
+    #: started. A request its patterns win is answered unroutable with this, so a writer
+    #: who asks for that work learns the command instead of getting another recipe's run.
+    started_by: str | None = None
     phase_a: list[PhaseAEntry] = Field(default_factory=list)
     phase_b: list[PhaseBEntry] = Field(default_factory=list)
     dod: list[DodCheck] = Field(default_factory=list)
@@ -187,6 +207,8 @@ class Recipe(_Frozen):
         A step of its phase's default kind is written without `kind`, as appendix B has it,
         so fingerprints of recipes in that format do not change."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if not data.get("task_combines"):  # recipes written before it keep their fingerprints
+            data.pop("task_combines", None)
         for phase in ("a", "b"):
             default = STEP_KINDS.default_for("a" if phase == "a" else "b")
             for entry in data[f"phase_{phase}"]:

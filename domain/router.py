@@ -17,7 +17,7 @@ import snowballstemmer
 from pydantic import JsonValue
 
 from controlroom.domain.recipe import Recipe
-from controlroom.domain.router_clauses import clause_weights, clauses
+from controlroom.domain.router_clauses import HOW, clause_weights, clauses
 from controlroom.domain.run_events import RoutingDecision
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown|txt))\b")
@@ -76,10 +76,16 @@ class _Match:
     score: float
     #: What the match counts for by the clause it is in (domain/router_clauses.py).
     factor: float = 1.0
+    #: For a recipe chosen as the combination of others (`Recipe.task_combines`): the best
+    #: match of each recipe it combines.
+    combined: tuple[_Match, ...] = ()
 
     def shown(self, text: str) -> str:
         """The pattern as a reason names it: a phrase as written; for a regex, the words of
         the request it matched, which say more to a writer than the regex."""
+        if self.combined:
+            parts = " and ".join(f"{m.recipe_id}'s {m.shown(text)}" for m in self.combined)
+            return f"the work of {parts} together"
         if not _is_regex(self.pattern):
             return f"pattern '{self.pattern}'"
         found = re.search(self.pattern[1:-1], text, re.IGNORECASE)
@@ -191,7 +197,8 @@ def _spelled(words: tuple[str, ...], index: _Index) -> tuple[str, ...]:
     """The description's words with a misspelt pattern word read as that word."""
     fixed = []
     for word in words:
-        if word not in index.weights:
+        if word not in index.weights and not _is_english(word):
+            # "generally" stems to "general", a word, not a misspelt "generat(e)"
             word = next((v for v in index.stems_in_order if _close(word, v)), word)
         fixed.append(word)
     return tuple(fixed)
@@ -351,6 +358,8 @@ def closest_recipes(description: str, recipes: Iterable[Recipe], limit: int = 3)
     words = set(_spelled(_stems(description), index)) - _GENERIC
     scored = []
     for recipe in recipes:
+        if recipe.started_by:  # no task starts it: never offered as a recipe to ask for
+            continue
         vocabulary = index.vocabularies.get(recipe.recipe_id, frozenset())
         shared = sum(weights.get(stem, 0.0) for stem in words & vocabulary)
         if shared >= 1.0:
@@ -378,7 +387,9 @@ _IDENTIFIER = re.compile(r"^[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+$")
 #: not route. It runs from a sentence's or clause's start to the next stop or dash.
 _PROHIBITION = re.compile(
     r"(?:^|(?<=[.!?;:,—–])|\b(?:and|but|just)\b)\s*(?:please\s+|pls\s+)?"
-    r"(?:don'?t|do not|never)\b[^.!?;—–]*",
+    r"(?:don'?t|do not|never|no need to|not asking (?:you )?(?:for|to)|"
+    r"without (?:touching|changing))"
+    r"\b[^.!?;:—–]*",
     re.IGNORECASE,
 )
 #: The outline named as the source of the work ("draft it from the outline", "take the
@@ -427,16 +438,31 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
         matched = _matches(text, index)
     if not matched:
         return _unroutable(text, recipes)
+    scored = {
+        recipe_id: (_recipe_score(found, weights), _best(found))
+        for recipe_id, found in matched.items()
+    }
+    scored.update(_combinations(text, recipes, matched, scored))
     ranked = sorted(
-        (
-            (_recipe_score(found, weights), len(best.pattern), best)
-            for found in matched.values()
-            for best in [max(found, key=lambda m: (m.score, len(m.pattern)))]
-        ),
+        ((score, len(best.pattern), best) for score, best in scored.values()),
         key=lambda row: (-row[0], -row[1], row[2].recipe_id),
     )
     score, length, best = ranked[0]
-    reason = f"matched {best.shown(text)} of recipe '{best.recipe_id}'"
+    chosen = next(r for r in recipes if r.recipe_id == best.recipe_id)
+    if chosen.started_by:
+        return RoutingDecision(
+            routable=False,
+            recipe_id=None,
+            reason=(
+                f"this asks for {chosen.label or chosen.recipe_id} ({best.shown(text)}), "
+                f"which no task starts: {chosen.started_by}"
+            ),
+        )
+    reason = (
+        f"asked for {best.shown(text)}, which recipe '{best.recipe_id}' combines"
+        if best.combined
+        else f"matched {best.shown(text)} of recipe '{best.recipe_id}'"
+    )
     if len(ranked) > 1:
         others = ", ".join(f"{m.recipe_id} ({m.shown(text)})" for _, _, m in ranked[1:])
         if (ranked[1][0], ranked[1][1]) == (score, length):
@@ -483,11 +509,54 @@ def _matches(text: str, index: _Index) -> dict[str, list[_Match]]:
         if found is not None:
             stems, where = found
             factor = factor_at(where) if pattern.regex is not None else word_factor[where]
+            if factor == 0:  # a courtesy ("many thanks") asks for nothing
+                continue
             score = sum(index.weights.get(s, 1.0) for s in stems) * factor
             matched.setdefault(pattern.recipe_id, []).append(
                 _Match(pattern.recipe_id, pattern.text, stems, score, factor)
             )
     return matched
+
+
+def _combinations(
+    text: str,
+    recipes: list[Recipe],
+    matched: dict[str, list[_Match]],
+    scored: dict[str, tuple[float, _Match]],
+) -> dict[str, tuple[float, _Match]]:
+    """Recipes that combine others (`Recipe.task_combines`) and whose every part the request
+    asks for: each scores its parts' scores and its own, so it wins over any part alone (a
+    request for both checks is a request for the recipe that runs both). A part counts only
+    where a clause asks for it: a statement of what is there ("the prose is flabby") or a
+    prohibition asks for no work."""
+    found: dict[str, tuple[float, _Match]] = {}
+    for recipe in recipes:
+        for combination in recipe.task_combines:
+            if combination.when and not re.search(combination.when, text, re.IGNORECASE):
+                continue
+            if combination.unless and re.search(combination.unless, text, re.IGNORECASE):
+                continue
+            asked = [
+                [m for m in matched.get(part, []) if m.factor >= HOW]
+                for part in combination.recipes
+            ]
+            if not all(asked):
+                continue
+            parts = [_best(found) for found in asked]
+            own, _ = scored.get(recipe.recipe_id, (0.0, None))
+            score = own + sum(scored[part][0] for part in combination.recipes)
+            if score > found.get(recipe.recipe_id, (0.0, None))[0]:
+                pattern = " + ".join(m.pattern for m in parts)
+                found[recipe.recipe_id] = (
+                    score,
+                    _Match(recipe.recipe_id, pattern, (), score, combined=tuple(parts)),
+                )
+    return found
+
+
+def _best(found: list[_Match]) -> _Match:
+    """A recipe's match a reason names: the weightiest, then the longest pattern."""
+    return max(found, key=lambda m: (m.score, len(m.pattern)))
 
 
 def _recipe_score(found: list[_Match], weights: dict[str, float]) -> float:

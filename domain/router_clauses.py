@@ -36,9 +36,26 @@ _STATING_VERB = re.compile(
     r"sags?|needs?|says?|said|shows?|mentions?|calls?|holds?|gives?)\b"
 )
 
+#: Courtesies around a request ("Thanks for the notes yesterday!", "Many thanks, Gwen",
+#: "Hope you're well") ask for nothing and state nothing about the work: they weigh nothing.
+_COURTESY = re.compile(
+    r"^(?:many thanks|thanks|thank you|thx|ty|cheers|best|regards|kind regards|all the best|"
+    r"hope you(?:'re| are) well|hope all is well|good (?:morning|afternoon|evening)|"
+    r"dear \w+|hi there|hello there)\b"
+)
+#: A clause that opens with a subordinating word sets the scene for the ask ("before my
+#: beta readers get it", "since the wedding moved"), or announces it ("quick question").
+_SETTING = re.compile(
+    r"^(?:before|after|since|because|as|while|until|although|though|now that|"
+    r"(?:a |one )?(?:quick )?question|one (?:more )?thing|context|background|fyi|btw)\b"
+)
+#: "X needs writing", "it needs a prose pass", "chapter 3 needs to be checked": a statement
+#: in form that asks for the work.
+_NEEDS_WORK = re.compile(r"\bneeds? (?:\w+ing\b|to be\b|an? \w+|some \w+|another\b)")
+
 #: What a match weighs by where it is: in the task clause, in a later clause that asks for
 #: something (how to do the task), in a statement (what is there).
-TASK, HOW, CONTEXT = 1.0, 0.7, 0.5
+TASK, HOW, CONTEXT, COURTESY = 1.0, 0.7, 0.5, 0.0
 
 
 def clauses(text: str) -> list[tuple[int, str]]:
@@ -53,25 +70,36 @@ def clauses(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _asks(clause: str) -> bool:
+def _opened(clause: str) -> str:
     words = clause.lower().replace("’", "'").split()
     while words and words[0].strip(",") in _OPENERS:
         words = words[1:]
-    opened = " ".join(words).strip(", ")
-    if not opened:
+    return " ".join(words).strip(", ")
+
+
+def _asks(clause: str) -> bool:
+    opened = _opened(clause)
+    if not opened or _SETTING.match(opened):
         return False
-    if _ASKING.match(opened) or clause.rstrip().endswith("?"):
+    if _ASKING.match(opened) or clause.rstrip().endswith("?") or _NEEDS_WORK.search(opened):
         return True
     return not (_STATING.match(opened) or _STATING_VERB.match(opened))
 
 
+def _courtesy(clause: str) -> bool:
+    return bool(_COURTESY.match(_opened(clause)))
+
+
 def clause_weights(parts: list[str]) -> list[float]:
     """Each clause's weight: the first that asks is the task, later ones say how, the rest
-    say what is there. A request with no clause that asks is all task."""
-    asking = [_asks(part) for part in parts]
+    say what is there; courtesies weigh nothing. A request with no clause that asks is all
+    task."""
+    courtesy = [_courtesy(part) for part in parts]
+    asking = [_asks(part) and not polite for part, polite in zip(parts, courtesy, strict=True)]
     if not any(asking):
-        return [TASK] * len(parts)
+        return [COURTESY if polite else TASK for polite in courtesy]
     first = asking.index(True)
     return [
-        TASK if index == first else HOW if asks else CONTEXT for index, asks in enumerate(asking)
+        COURTESY if courtesy[index] else TASK if index == first else HOW if asks else CONTEXT
+        for index, asks in enumerate(asking)
     ]
