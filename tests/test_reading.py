@@ -707,3 +707,62 @@ def test_the_blind_batteries_read_no_worse_than_measured() -> None:
             hits, facts = sum(found.values()), sum(found.values()) + sum(missed.values())
             assert hits >= floor * facts, (name, floor, hits, facts)
             assert hits >= 0.9 * (hits + sum(false.values())), (name, dict(false))
+
+
+MARGARET = "# Margaret Hale\n- **Aliases:** Margaret\n- **Pronouns:** she\n- **Eyes:** blue\n"
+THORNTON = "# John Thornton\n- **Aliases:** Mr. Thornton\n- **Pronouns:** he\n- **Hair:** black\n"
+THORNTON_TALL = THORNTON + "- **Height:** short\n"
+
+
+def test_a_person_kept_in_focus_by_she_is_meant_past_four_sentences() -> None:
+    focus = (
+        "Until Margaret had learnt the times, she was unfortunate. They jostled her basket. "
+        "The girls would comment on her dress. She did not mind the girls. But she dreaded "
+        "the workmen. She could not bear it. Out of her fright came a flash which made her "
+        "grey eyes gather flame.\n"
+    )
+    assert conflicts(focus, MARGARET) == ["Margaret Hale:eyes:grey"]
+    # a sentence that speaks of nobody as "she" breaks the chain
+    broken = focus.replace("She could not bear it.", "It was not to be borne.")
+    assert conflicts(broken, MARGARET) == []
+    # someone without a card, named on the way, may be the one meant
+    named = focus.replace("She did not mind the girls.", "She did not mind Bessy at all.")
+    assert conflicts(named, MARGARET) == []
+    # or someone unnamed of her sex
+    aunt = focus.replace("She did not mind the girls.", "She did not mind her aunt.")
+    assert conflicts(aunt, MARGARET) == []
+
+
+def test_a_height_in_feet_measures_only_after_standing_or_being() -> None:
+    said = "Mr. Thornton {} six feet, broad in proportion.\n"
+    assert conflicts(said.format("stood well over"), THORNTON_TALL) == [
+        "John Thornton:height:six feet"
+    ]
+    assert conflicts(said.format("was a man of"), THORNTON_TALL) == [
+        "John Thornton:height:six feet"
+    ]
+    for distance in ("jumped", "fell", "dug down"):
+        assert conflicts(f"Mr. Thornton {distance} six feet and stopped.\n", THORNTON_TALL) == []
+
+
+def test_grown_grey_and_a_coloured_head_are_the_hair() -> None:
+    assert conflicts("Mr. Thornton had grown grey in the service of the mill.\n", THORNTON) == [
+        "John Thornton:hair:grown grey"
+    ]
+    assert conflicts("“You have grown grey, John,” said Margaret.\n", THORNTON, MARGARET) == [
+        "John Thornton:hair:grown grey"
+    ]
+    assert conflicts("Mr. Thornton's hair had turned white in a single night.\n", THORNTON) == [
+        "John Thornton:hair:white"
+    ]
+    red = conflicts("Mr. Thornton was red-headed.\n", THORNTON)
+    assert red == ["John Thornton:hair:red-headed"]
+    # a face gone grey, a cane's head, a light head and a gull are no hair
+    for said in (
+        "Mr. Thornton's face had gone grey with fear.\n",
+        "Mr. Thornton carried a gold-headed cane.\n",
+        "Mr. Thornton watched a black-headed gull.\n",
+        "Mr. Thornton was light-headed.\n",
+        "Mr. Thornton had not grown grey.\n",
+    ):
+        assert conflicts(said, THORNTON) == [], said

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from controlroom.tools.canon import Cast, Fact, Gender
+from controlroom.tools.canon import TITLED_NAME, Cast, Fact, Gender
 from controlroom.tools.text import Document, inside, read_document
 from controlroom.tools.vocabulary import (
     EYES,
@@ -46,6 +46,7 @@ from controlroom.tools.voices import (
     untagged_speech,
     voices_of,
 )
+from controlroom.tools.wordlist import is_given_name
 
 _WORD = re.compile(r"[A-Za-z]+(?:[-'’][A-Za-z]+)*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]|--")
@@ -100,6 +101,30 @@ _NUMBERS = {
 }
 #: What may follow a height in feet: "six feet tall", "six feet in his stockings".
 _HEIGHT_CLOSERS = frozenset("tall high in and".split())
+#: Colours a head takes from its hair ("fair-headed"); never "light" ("light-headed") or a
+#: metal ("gold-headed", a cane's).
+_HEAD_COLOURS = frozenset(
+    "red fair white grey gray black dark flaxen sandy carroty tow yellow curly".split()
+) - {"curly"}
+_AGE_WORDS = frozenset("young old little big great tall small".split())
+#: "grown grey", "going grey": hair, said of a person.
+_GREYING_VERBS = frozenset("grown gone going growing".split())
+_GREY_WORDS = frozenset("grey gray silver grizzled".split())
+_GREYING_ADVERBS = frozenset("already quite now long since early much very all".split())
+_GREYING_AUXILIARIES = frozenset("had has have having is was are were be been being 'd".split())
+#: Words between a verb and a height in feet: "stood well over six feet", "was but five".
+_MEASURE_ADVERBS = frozenset(
+    "well over above under below nearly almost about full fully quite just all a good but "
+    "only barely scarcely hardly not much more less than some at least to up fairly of "
+    "upwards upward nigh near on every inch inches".split()
+)
+#: What a height in feet follows when it measures its subject: "stood six feet", "was
+#: six feet", "being but five feet four", "had shot up to six feet", "measured six feet".
+_STATURE_VERBS = frozenset(
+    "was is are were be been being am stood stands stand standing measured measures "
+    "measuring grew grown shot reached reaching topped height looked looks seemed seems "
+    "appeared".split()
+)
 _TOWERING = frozenset(["towered"])
 #: Words that may follow an adverb closing its deed: "cut the bread left-handed, as …".
 _AFTER_A_DEED = frozenset("and as like with when because for".split())
@@ -328,7 +353,7 @@ class _Reader:
                     block.text,
                     voices,
                     mentions,
-                    history[-_SENTENCES_BACK:],
+                    history,
                     self.cast,
                     told,
                     earlier,
@@ -356,6 +381,7 @@ class _Context:
     text: str
     voices: Voices
     mentions: list[tuple[int, int, str]]
+    #: The paragraph's sentences before this one: who each named, where it starts and ends.
     history: list[tuple[list[tuple[int, int, str]], int, int]]
     cast: Cast
     #: (offset, entity) of each name in this paragraph's narration.
@@ -391,6 +417,8 @@ class _Context:
                 owner, negated = self._subject_of(tokens, i)
                 if classes and owner and not negated:
                     out.append((owner, compound, tok.low, classes, tok.start, tok.start, tok.end))
+            elif tok.low.endswith("-headed") and self._plain(tok):
+                out.extend(self._headed(tokens, i))
             predicate = PREDICATE_WORDS.get(tok.low)
             if (
                 predicate is not None
@@ -457,6 +485,8 @@ class _Context:
                 return [
                     (owner, HEIGHT, tok.low, frozenset({"tall"}), tok.start, tok.start, tok.end)
                 ]
+        if tok.low in _GREYING_VERBS and i + 1 < len(tokens):
+            return self._greying(tokens, i)
         if tok.low == "hand" and i > 1 and tokens[i - 1].low in ("left", "right"):
             return self._habitual_hand(tokens, i - 1, tokens[i])
         if tok.low in _FEATURE_PRONOUNS and i + 1 < len(tokens) and tokens[i + 1].low in _COPULAS:
@@ -529,11 +559,15 @@ class _Context:
             end = tokens.index(rest[0])
             if end + 1 < len(tokens) and tokens[end + 1].low in ("inches", "inch"):
                 end += 1
+        stature = self._stature_before(tokens, i)
+        if stature is None:
+            return []  # "jumped six feet", "fell six feet and broke his arm": a distance
         after = tokens[end + 1] if end + 1 < len(tokens) else None
         if (
             after is not None
             and self._gap_ok(tokens[end], after)
             and after.low not in _HEIGHT_CLOSERS
+            and not (stature and "," in self.text[tokens[end].end : after.start])
         ):
             return []  # "six feet away", "six feet of water"
         owner = self._doer(tokens, i, ending=False)
@@ -553,6 +587,87 @@ class _Context:
             return []
         words = " ".join(t.low for t in tokens[i : end + 1])
         return [(owner, HEIGHT, words, classes, tokens[i].start, tokens[i].start, tokens[end].end)]
+
+    def _headed(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """ "a big fair-headed young giant", "he was red-headed": the colour of a head is
+        its hair's, said of a person; never of a thing ("a gold-headed cane", "a
+        black-headed gull"): the word must close its phrase or come before a person."""
+        tok = tokens[i]
+        colour = tok.low.removesuffix("-headed")
+        if colour not in _HEAD_COLOURS:
+            return []
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if nxt is not None and self._gap_ok(tok, nxt) and "," not in self.text[tok.end : nxt.start]:
+            person = nxt
+            if nxt.low in _AGE_WORDS and i + 2 < len(tokens):
+                person = tokens[i + 2]
+            if person.low not in _PERSON_NOUNS | {"giant", "creature", "one", "thing"}:
+                return []
+        owner, negated = self._subject_of(tokens, i)
+        if owner is None or negated:
+            return []
+        classes = HAIR.classes(colour)
+        return [(owner, HAIR, tok.low, classes, tok.start, tok.start, tok.end)]
+
+    def _greying(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """ "Dr. Fordyce had grown grey in the service of the parish", "You have grown
+        grey, Francis": a person grown or going grey is grey-haired. Not "turned" or
+        "went", nor white: "she went white to the lips" is a face."""
+        tok, colour = tokens[i], tokens[i + 1]
+        if not self._gap_ok(tok, colour) or colour.low not in _GREY_WORDS:
+            return []
+        if not i or tokens[i - 1].low not in _GREYING_AUXILIARIES:
+            return []
+        after = tokens[i + 2] if i + 2 < len(tokens) else None
+        if (
+            after is not None
+            and self._gap_ok(colour, after)
+            and after.low
+            in _ALL_CUES
+            | {
+                "face",
+                "cheeks",
+                "lips",
+                "skin",
+            }
+        ):
+            return []  # "gone grey eyes": not this
+        if any(t.low in _NEGATIONS for t in tokens[max(0, i - 3) : i]):
+            return []  # "he had not grown grey"
+        j = i - 2
+        while j >= 0 and tokens[j].low in _GREYING_ADVERBS:
+            j -= 1
+        subject = tokens[j] if j >= 0 else None
+        if (
+            subject is None
+            or subject.low.endswith("'s")
+            or not (subject.low in ("i", "you", "he", "she", "who") or self._mention_at(subject))
+        ):
+            return []  # "her face had gone grey with fear": a face, not hair
+        owner = self._clause_subject(tokens, i, inside(self.quotes, tok.start))
+        if owner is None:
+            return []
+        words = f"{tok.low} {colour.low}"
+        return [(owner, HAIR, words, HAIR.classes(colour.low), tok.start, tok.start, colour.end)]
+
+    def _stature_before(self, tokens: list[_Tok], i: int) -> bool | None:
+        """Whether the number of feet at `i` measures someone: after a verb of standing or
+        being ("stood six feet", "was well over six feet", "being but five feet four"),
+        True; in apposition ("a big young giant, six feet two"), False (the phrase must
+        then close); after any other word ("jumped six feet", "fell six feet"), None."""
+        j = i - 1
+        while (
+            j >= 0 and tokens[j].low in _MEASURE_ADVERBS and self._gap_ok(tokens[j], tokens[j + 1])
+        ):
+            j -= 1
+        if j < 0:
+            return False
+        gap = self.text[tokens[j].end : tokens[j + 1].start]
+        if _CLAUSE_BREAK.search(gap) or "," in gap:
+            return False
+        if tokens[j].low in _STATURE_VERBS or tokens[j].low in _PERSON_NOUNS:
+            return True  # "stood six feet"; "a man over six feet", "a man of six feet"
+        return None
 
     def _habitual_hand(self, tokens: list[_Tok], side_at: int, last: _Tok) -> list[_Found]:
         """ "wrote, as always, with his left hand", "held her racquet in her left hand, as
@@ -773,7 +888,14 @@ class _Context:
             k = verb
         if self._simile_at(tokens, k, kind) and self._gap_ok(tokens[k - 1], tokens[k]):
             return [tokens[k + 1]]  # "eyes as blue as the sea"
-        linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of"}
+        if (
+            k + 1 < len(tokens)
+            and tokens[k].low in ("had", "has", "have")
+            and tokens[k + 1].low in ("turned", "grown", "become", "gone")
+            and self._gap_ok(tokens[k], tokens[k + 1])
+        ):
+            k += 1  # "Caleb Yeo's hair had turned white in a single night"
+        linked = k < len(tokens) and tokens[k].low in _COPULAS | {"of", "gone"}
         of_at = k + 1 if linked and k + 1 < len(tokens) and tokens[k + 1].low == "of" else k
         if linked and of_at + 1 < len(tokens) and tokens[of_at].low == "of":
             that_value = self._of_that(tokens, of_at, kind)
@@ -1499,7 +1621,7 @@ class _Context:
                 return None
             return entity
         here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
-        groups = (here, *reversed(self.history))
+        groups = (here, *reversed(self.history[-_SENTENCES_BACK:]))
         for nearest, (group, start, end) in enumerate(groups):
             told = [
                 (s, e, entity)
@@ -1521,7 +1643,53 @@ class _Context:
                     if others:
                         return next(iter(others)) if len(others) == 1 else None
                 return entity
-        return self._carried(gender, before) or self._named_after(gender, before)
+        return (
+            self._in_focus(gender, before)
+            or self._carried(gender, before)
+            or self._named_after(gender, before)
+        )
+
+    def _in_focus(self, gender: Gender | None, before: int) -> str | None:
+        """ "Until Margaret had learnt the times … she was very unfortunate. They came
+        rushing along … She did not mind … But she dreaded … her grey eyes": past the four
+        sentences a pronoun looks back, the one person of its sex the paragraph named stays
+        the one meant while every sentence since speaks of someone of that sex ("she",
+        "her dress", outside speech), and nobody else of that sex is named (with a card or
+        without), stands there unnamed ("a woman", "her aunt") or shows as an object ("her"
+        after a verb)."""
+        if gender not in ("he", "she") or len(self.history) <= _SENTENCES_BACK:
+            return None
+        subject = _SUBJECT_WORD[gender]
+
+        def speaks_of(start: int, end: int) -> bool:
+            found = subject.finditer(self.text, start, end)
+            return any(not inside(self.quotes, m.start()) for m in found)
+
+        for _, start, end in self.history[-_SENTENCES_BACK:]:
+            if not speaks_of(start, end):
+                return None
+        for group, start, end in reversed(self.history[:-_SENTENCES_BACK]):
+            names = {
+                entity
+                for s, _, entity in group
+                if not inside(self.quotes, s) and _compatible(_gender_of(self.cast, entity), gender)
+            }
+            if len(names) > 1:
+                return None
+            if names:
+                (entity,) = names
+                if _gender_of(self.cast, entity) != gender:
+                    return None  # only a card that states its pronouns counts
+                if _ONE_UNNAMED_PERSON[gender].search(self.text, start, before):
+                    return None
+                if _OBJECTS[gender].search(self.text, start, before):
+                    return None
+                if self._uncarded_named(start, before):
+                    return None  # "Bessy", whom no card names, may be the one meant
+                return entity
+            if not speaks_of(start, end):
+                return None
+        return None
 
     def _perceives(self, name_end: int) -> bool:
         """Whether the name ending at `name_end` is the subject of a verb of looking or
@@ -1584,6 +1752,22 @@ class _Context:
             # "Mr. Lamb drew the inkstand towards him": a place by the subject, himself
             if not _LOCATIVE_BEFORE.search(self.text, max(start, m.start() - 12), m.start())
         )
+
+    def _uncarded_named(self, start: int, end: int) -> bool:
+        """Whether someone without a card is named between `start` and `end`: a titled
+        name ("Mrs. Boucher") or a given name mid-sentence ("and Bessy said")."""
+        carded = self.cast.name_tokens()
+        for found in TITLED_NAME.finditer(self.text, start, end):
+            if found.group("name") not in carded:
+                return True
+        for found in _CAPITALISED.finditer(self.text, start, end):
+            word = found.group(0)
+            if word in carded or not is_given_name(word):
+                continue
+            opening = self.text[max(0, found.start() - 3) : found.start()]
+            if not _SENTENCE_OPENING.search(opening):
+                return True  # mid-sentence: a name, not a sentence's first word
+        return False
 
     def _carried(self, gender: Gender | None, before: int) -> str | None:
         """ "He went on as a statue would" opening a paragraph: the one person of that
@@ -1690,6 +1874,28 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
         r"landlady)\b",
         re.IGNORECASE,
     ),
+}
+#: One person of a sex, unnamed: a second candidate for "she" a paragraph keeps in focus.
+_ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
+    "he": re.compile(
+        r"\b(?:man|gentleman|boy|lad|fellow|youth|stranger|servant|footman|butler|coachman|"
+        r"father|brother|son|uncle|husband|master|king|lord|priest|doctor|officer|soldier|"
+        r"sailor|clerk|visitor|driver|landlord|waiter|porter)\b",
+        re.IGNORECASE,
+    ),
+    "she": re.compile(
+        r"\b(?:woman|lady|girl|maid|maiden|lass|mother|sister|daughter|aunt|wife|mistress|"
+        r"queen|housekeeper|nurse|governess|widow|stranger|servant|visitor|landlady)\b",
+        re.IGNORECASE,
+    ),
+}
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+_SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")
+#: A pronoun of each sex as a subject or a possessive (an object "her" or "him" shows a
+#: second person instead: `_OBJECTS`).
+_SUBJECT_WORD: dict[str, re.Pattern[str]] = {
+    "he": re.compile(r"\b(?:[Hh]e|[Hh]is)\b"),
+    "she": re.compile(r"\b(?:[Ss]he|[Hh]er)\b"),
 }
 #: Between a name and an object pronoun: another clause, or another subject, begins.
 #: What opens another clause, with a subject of its own: "Miss Pellew was nineteen, and
