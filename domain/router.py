@@ -350,21 +350,25 @@ def initial_args_from(description: str) -> dict[str, JsonValue]:
 
 
 def closest_recipes(description: str, recipes: Iterable[Recipe], limit: int = 3) -> list[str]:
-    """Recipes that plausibly fit: they share at least one specific word (not a generic one
-    such as "chapter") with the description, most shared weight first."""
-    recipes = list(recipes)
+    """Recipes that plausibly fit a request no pattern matched: one of their phrase patterns
+    has two or more of its specific words (not generic ones such as "chapter") in the
+    request, out of order or too far apart to match ("payoffs … the setups" for "setups
+    and payoffs"); the weightiest first. One shared word is no fit: "a tweet announcing my
+    launch date" shares "date" with the canon recipe and is nothing like it."""
+    recipes = [recipe for recipe in recipes if not recipe.started_by]  # no task starts them
     index = _index_of(recipes)
-    weights = index.weights
-    words = set(_spelled(_stems(description), index)) - _GENERIC
-    scored = []
-    for recipe in recipes:
-        if recipe.started_by:  # no task starts it: never offered as a recipe to ask for
+    words = set(_spelled(_stems(description), index))
+    wanted = {recipe.recipe_id for recipe in recipes}
+    best: dict[str, float] = {}
+    for pattern in index.patterns:
+        if pattern.stems is None or pattern.recipe_id not in wanted:
             continue
-        vocabulary = index.vocabularies.get(recipe.recipe_id, frozenset())
-        shared = sum(weights.get(stem, 0.0) for stem in words & vocabulary)
-        if shared >= 1.0:
-            scored.append((-shared, recipe.recipe_id))
-    return [recipe_id for _, recipe_id in sorted(scored)[:limit]]
+        shared = {stem for stem in pattern.stems if stem not in _GENERIC and stem in words}
+        if len(shared) >= 2:
+            weight = sum(index.weights.get(stem, 0.0) for stem in shared)
+            best[pattern.recipe_id] = max(best.get(pattern.recipe_id, 0.0), weight)
+    ranked = sorted(best.items(), key=lambda row: (-row[1], row[0]))
+    return [recipe_id for recipe_id, _ in ranked[:limit]]
 
 
 def _unroutable(text: str, recipes: list[Recipe]) -> RoutingDecision:

@@ -169,8 +169,18 @@ def test_an_unroutable_request_names_plan_create_and_only_fitting_recipes() -> N
     decision = route("make the villain scarier", BUNDLED)
     assert 'controlroom plan create "make the villain scarier"' in decision.reason
     assert "Closest recipes" not in decision.reason  # nothing there fits
-    decision = route("write a blurb for the back cover", BUNDLED)
-    assert not decision.routable and "Closest recipes:" in decision.reason
+    # a recipe fits when two specific words of one of its phrases are there, out of order
+    decision = route("Where are the holes in my plot?", BUNDLED)
+    assert not decision.routable
+    assert "Closest recipes: analytical_consistency." in decision.reason  # "plot holes"
+    # one shared word is no fit: "date" is the canon's, "cover" the art loop's
+    for nothing_fits in (
+        "Write a tweet announcing my launch date.",
+        "write a blurb for the back cover",
+        "Set up a mailing list signup page for my website.",
+    ):
+        decision = route(nothing_fits, BUNDLED)
+        assert not decision.routable and "Closest recipes" not in decision.reason, nothing_fits
 
 
 def test_the_labelled_requests_route_right_on_both_halves() -> None:
