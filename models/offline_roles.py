@@ -22,7 +22,7 @@ from controlroom.domain import untrusted_json
 from controlroom.domain.canonical import sha256_text
 from controlroom.tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
 from controlroom.tools.builtin.prose_analyzer import prose_metrics
-from controlroom.tools.vocabulary import kind_of
+from controlroom.tools.vocabulary import describes_the_person, kind_of
 
 Inputs = list[tuple[str, str]]
 
@@ -409,18 +409,34 @@ def review_consistency(task: str, inputs: Inputs) -> str:
     findings = []
     for message in _marked(inputs):
         location = message.split(": ", 1)[0]
-        kind = "canon_conflict" if "canon says" in message else "name_variant"
+        kind = "name_variant" if "looks like a misspelling" in message else "canon_conflict"
         findings.append({"type": kind, "location": location, "message": message})
+    # The card facts the checker could not read ("~ Kael: eyes = pink: value 'pink' is not
+    # in the eyes vocabulary"): said, so that "no contradictions" is never read as "all
+    # checked".
+    not_checked = []
+    for line in _marked(inputs, "~"):
+        fact, _, reason = line.partition(": ")
+        entity = fact
+        attribute, _, value = reason.partition(" = ")
+        value, _, why = value.partition(": ")
+        if describes_the_person(attribute):
+            not_checked.append(f"{entity}'s {attribute} ('{value}'): {why}")
     summary = (
         f"{len(findings)} consistency finding(s) across the checked scenes"
         if findings
         else "no contradictions with canon and no misspelt names"
     )
-    return _dumps({"pass": not findings, "findings": findings, "summary": summary})
+    if not_checked:
+        summary += f"; {len(not_checked)} card fact(s) not checked: " + "; ".join(not_checked)
+    return _dumps(
+        {"pass": not findings, "findings": findings, "summary": summary, "not_checked": not_checked}
+    )
 
 
 _CONFLICT_MSG = re.compile(
-    r"^(.+?):(\d+): (.+?)'s (.+?) is '(.+?)' but canon says '(.+?)'(?: \(in “(.+)”\))?$"
+    r"^(.+?):(\d+): (.+?)'s (.+?) is '(.+?)' but (canon|\S+:\d+) says '(.+?)'"
+    r"(?: \((?:no card states it; )?in “(.+)”\))?$"
 )
 _VARIANT_MSG = re.compile(r"^(.+?):(\d+): '(.+?)' looks like a misspelling of '(.+?)'$")
 
@@ -428,26 +444,33 @@ _VARIANT_MSG = re.compile(r"^(.+?):(\d+): '(.+?)' looks like a misspelling of '(
 def propose_corrections(task: str, inputs: Inputs) -> str:
     report = _json_of(inputs)
     findings = report.get("findings") or report.get("conflicts") or []
+    not_checked = report.get("not_checked") or []
+    unread = (
+        "\n\n## Not checked\n" + "\n".join(f"- {item}" for item in not_checked)
+        if isinstance(not_checked, list) and not_checked
+        else ""
+    )
     if not findings:
-        return "No corrections needed: the continuity report lists no findings."
+        return "No corrections needed: the continuity report lists no findings." + unread
     lines = ["## Proposed corrections"]
     for i, finding in enumerate(findings, start=1):
         message = str(finding.get("message", finding))
         conflict, variant = _CONFLICT_MSG.match(message), _VARIANT_MSG.match(message)
         if conflict:
-            path, line, entity, attribute, found, canon, quote = conflict.groups()
+            path, line, entity, attribute, found, source, canon, quote = conflict.groups()
+            per = "per the canon card" if source == "canon" else f"as {source} gives it"
             # Only the flagged words change, and only inside the quoted phrase.
             where = f"in “{quote}”, " if quote else ""
             lines.append(
                 f"{i}. {path} line {line}: {where}change '{found}' to '{canon}' "
-                f"({entity}'s {attribute} per the canon card)."
+                f"({entity}'s {attribute} {per})."
             )
         elif variant:
             path, line, found, expected = variant.groups()
             lines.append(f"{i}. {path} line {line}: replace '{found}' with '{expected}'.")
         else:
             lines.append(f"{i}. Review: {message}")
-    return "\n".join(lines)
+    return "\n".join(lines) + unread
 
 
 def revise_prose(task: str, inputs: Inputs) -> str:
@@ -647,11 +670,18 @@ def update_canon(task: str, inputs: Inputs) -> str:
     for message in report.get("conflicts", []):
         match = _CONFLICT_MSG.match(message)
         if match:
-            path, line, entity, attribute, found, canon, _ = match.groups()
-            lines.append(
-                f"- {entity}: card says {attribute} = {canon}, {path}:{line} says "
-                f"{found}; keep the card and fix the scene, or update the card."
-            )
+            path, line, entity, attribute, found, source, canon, _ = match.groups()
+            if source == "canon":
+                lines.append(
+                    f"- {entity}: card says {attribute} = {canon}, {path}:{line} says "
+                    f"{found}; keep the card and fix the scene, or update the card."
+                )
+            else:
+                lines.append(
+                    f"- {entity}: no card states the {attribute}; {source} says {canon}, "
+                    f"{path}:{line} says {found}: choose one, put it on the card, and "
+                    "fix the other scene."
+                )
         else:
             lines.append(f"- Resolve: {message}")
     if len(lines) == 1:

@@ -54,6 +54,9 @@ class ConsistencyReview(_Contract):
     pass_: bool = Field(alias="pass")
     findings: list[Finding]
     summary: str
+    #: Card facts about a person the checker could not read (`Entity's attribute ('value'):
+    #: reason`): "no findings" is never read as "everything checked".
+    not_checked: list[str] = Field(default_factory=list)
 
 
 class SceneValidity(_Contract):

@@ -10,7 +10,12 @@ import pytest
 from controlroom.models.offline_roles import find_canon_gaps, update_canon
 from controlroom.tools.base import ToolRegistry
 from controlroom.tools.canon import build_cast, facts_of, parse_card
-from controlroom.tools.facts import find_conflicts_in, plan_checks, statements_in
+from controlroom.tools.facts import (
+    contradictions_in_text,
+    find_conflicts_in,
+    plan_checks,
+    statements_in,
+)
 from controlroom.tools.vocabulary import HEIGHT, checkability
 from controlroom.tools.voices import detect_narrator
 from controlroom.tools.workspace import Workspace
@@ -766,3 +771,64 @@ def test_grown_grey_and_a_coloured_head_are_the_hair() -> None:
         "Mr. Thornton had not grown grey.\n",
     ):
         assert conflicts(said, THORNTON) == [], said
+
+
+def test_where_no_card_states_it_the_text_is_checked_against_itself() -> None:
+    cards = [
+        parse_card("People/m.md", "# Margaret Hale\n- **Aliases:** Margaret\n- **Pronouns:** she\n")
+    ]
+    cast, checks = build_cast(cards), plan_checks(facts_of(cards))
+    chapters = {
+        "ch02.md": "Margaret shook out her black hair.\n",
+        "ch03.md": "Margaret had black hair and grey eyes.\n",
+        "ch05.md": "Margaret pinned up her golden hair. Her hair was dark that evening.\n",
+        "ch07.md": "Margaret was going grey: her hair was grey at the temples.\n",
+    }
+    read = [(path, s) for path, text in chapters.items() for s in statements_in(text, cast)]
+    found = contradictions_in_text(read, checks)
+    assert [(c.path, c.found, c.canon_value, c.against) for c in found] == [
+        ("ch05.md", "golden", "black", "ch02.md:1")
+    ]
+    assert "but ch02.md:1 says 'black' (no card states it" in found[0].describe()
+    # a card that states the attribute is the measure instead (the card check's finding)
+    carded = [
+        parse_card("People/m.md", "# Margaret Hale\n- **Pronouns:** she\n- **Hair:** black\n")
+    ]
+    assert contradictions_in_text(read, plan_checks(facts_of(carded))) == []
+
+
+def test_a_whole_book_check_says_what_it_could_not_check_and_reads_the_text_against_itself(
+    tmp_path: Path,
+) -> None:
+    """End to end through the CLI (a new user's trial): cards whose values the checker
+    cannot read no longer end in a bare "No corrections needed", and two chapters that
+    disagree where no card says are a finding."""
+    from tests.test_cli_e2e import cli
+
+    root = tmp_path / "alice"
+    (root / "Chapters").mkdir(parents=True)
+    (root / "Notes" / "People").mkdir(parents=True)
+    (root / "Notes" / "People" / "Rabbit.md").write_text(
+        "# White Rabbit\n- **Pronouns:** he\n- **Eyes:** pink\n- **Role:** herald\n"
+    )
+    (root / "Notes" / "People" / "Alice.md").write_text("# Alice\n- **Pronouns:** she\n")
+    (root / "Chapters" / "01.md").write_text("# Chapter 1\n\nAlice shook out her black hair.\n")
+    (root / "Chapters" / "02.md").write_text("# Chapter 2\n\nAlice had long golden hair.\n")
+    ran = cli("run", "analytical_consistency", "-w", str(root), "-q", "--json")
+    assert ran.returncode == 1, ran.stderr  # the contradiction fails the DoD and opens an issue
+    view = json.loads(ran.stdout)
+    assert view["status"] == "failed"
+    review = cli("slot", view["run_id"], "continuity_report", "-w", str(root), "--json")
+    said = json.loads(json.loads(review.stdout)["text"])
+    assert [f["message"] for f in said["findings"]] == [
+        "Chapters/02.md:3: Alice's hair is 'golden' but Chapters/01.md:3 says 'black' (no card "
+        "states it; in “had long golden hair”)"
+    ]
+    unread = (
+        "White Rabbit's eyes ('pink'): value 'pink' is not in the eyes vocabulary (amber, "
+        "azure, black, blue, brown, chestnut, cornflower, dark, ebony, emerald, gray, green, ...)"
+    )
+    assert said["not_checked"] == [unread]  # the role is bookkeeping, not left unchecked
+    written = (root / "control-room-reports" / "corrections.md").read_text()
+    assert "change 'golden' to 'black' (Alice's hair as Chapters/01.md:3 gives it)" in written
+    assert f"## Not checked\n- {unread}" in written

@@ -246,6 +246,9 @@ class Conflict:
     line: int
     sentence: str
     quote: str = ""
+    #: Where the value it is measured against stands: a card ("canon"), or, where no card
+    #: states the attribute, the passage of the text that states it first (`path:line`).
+    against: str = "canon"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -257,9 +260,16 @@ class Conflict:
             "line": self.line,
             "sentence": self.sentence,
             "quote": self.quote,
+            "against": self.against,
         }
 
     def describe(self) -> str:
+        if self.against != "canon":
+            return (
+                f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
+                f"'{self.found}' but {self.against} says '{self.canon_value}' (no card states "
+                f"it; in “{self.quote}”)"
+            )
         return (
             f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
             f"'{self.found}' but canon says '{self.canon_value}' (in “{self.quote}”)"
@@ -2008,3 +2018,54 @@ def find_conflicts_in(
             )
         )
     return conflicts, agreeing
+
+
+#: What the text may contradict itself on where no card states it: eyes and handedness are
+#: for life; hair, but not going grey; never height (a child of chapter 2 is tall by 20).
+_SELF_CHECKED = ("eyes", "hair", "handedness")
+
+
+def contradictions_in_text(
+    read: Sequence[tuple[str, Statement]], checks: Sequence[FactCheck]
+) -> list[Conflict]:
+    """Where no card states a person's eyes, hair or hand, the text against itself: the
+    value most passages give (the first, on a tie) is the person's, and a passage that
+    gives one that cannot be the same ("black" against "golden"; not "dark" against
+    "brown") contradicts it. Said in the negative ("not blue") or of hair going grey, it
+    counts for nothing."""
+    carded = {(c.fact.entity, c.kind.attribute) for c in checks if c.kind is not None}
+    said: dict[tuple[str, str], list[tuple[str, Statement]]] = {}
+    for path, statement in read:
+        key = (statement.entity, statement.kind.attribute)
+        if key[1] not in _SELF_CHECKED or key in carded or statement.words.startswith("not "):
+            continue
+        if key[1] == "hair" and "grey" in statement.classes:
+            continue
+        said.setdefault(key, []).append((path, statement))
+    found: list[Conflict] = []
+    for (entity, attribute), passages in said.items():
+        if len(passages) < 2:
+            continue
+        agreeing = [
+            sum(1 for _, other in passages if other.classes & statement.classes)
+            for _, statement in passages
+        ]
+        first = agreeing.index(max(agreeing))
+        path, established = passages[first]
+        for where, statement in passages:
+            if statement.classes & established.classes:
+                continue
+            found.append(
+                Conflict(
+                    entity,
+                    attribute,
+                    established.words,
+                    statement.words,
+                    where,
+                    statement.line,
+                    statement.sentence,
+                    statement.quote,
+                    against=f"{path}:{established.line}",
+                )
+            )
+    return found

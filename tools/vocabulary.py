@@ -283,6 +283,25 @@ _NOT_CHECKABLE_REASONS = {
 }
 
 
+#: Card attributes that keep the book's own bookkeeping, not what a reader is told of a
+#: person: left out of a check's "not checked" list a writer must see.
+_BOOKKEEPING = frozenset(
+    {
+        *"pronouns pronoun gender sex type kind role roles notes note aliases alias name".split(),
+        *"status tags tag summary id".split(),
+        "first appears",
+        "first appearance",
+        "also known as",
+    }
+)
+
+
+def describes_the_person(attribute: str) -> bool:
+    """Whether a card attribute says what the text may describe (eyes, age, build, a
+    scar), so a check that cannot read it must say so, unlike "role" or "pronouns"."""
+    return attribute.strip().lower() not in _BOOKKEEPING
+
+
 def kind_of(attribute: str) -> FactKind | None:
     return _ATTRIBUTE_NAMES.get(attribute.strip().lower())
 

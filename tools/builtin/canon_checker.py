@@ -19,6 +19,7 @@ from controlroom.tools.canon import Cast, build_cast
 from controlroom.tools.facts import (
     FactCheck,
     Statement,
+    contradictions_in_text,
     find_conflicts_in,
     plan_checks,
     statements_in,
@@ -172,6 +173,7 @@ def check_scenes(
         read.extend((path, s) for s in statements_in(text, cast, entity))
         for _, _, named in cast.mentions(text):
             mentions[named] = mentions.get(named, 0) + 1
+    conflicts.extend(contradictions_in_text(read, checks))
     uncarded = uncarded_people(texts, cast, settings[1])
     return CanonReport(
         cast, checks, conflicts, agreements, mentions, read, entity, source, uncarded

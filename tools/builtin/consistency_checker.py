@@ -20,6 +20,7 @@ from controlroom.tools.builtin.canon_checker import (
 )
 from controlroom.tools.canon import HONORIFICS
 from controlroom.tools.text import read_document
+from controlroom.tools.vocabulary import describes_the_person
 from controlroom.tools.wordlist import is_common_word
 from controlroom.tools.workspace import Workspace
 
@@ -232,6 +233,10 @@ class ConsistencyChecker:
             "finding_count": len(findings),
             "facts": rows,
             "unchecked": [r for r in rows if not r["checked"]],
+            # What a writer must be told was not checked: descriptions, not bookkeeping.
+            "unchecked_descriptions": [
+                r for r in rows if not r["checked"] and describes_the_person(r["attribute"])
+            ],
             "pass": not findings,
         }
         variants = [f"! {f['message']}" for f in findings if f["type"] == "name_variant"]
