@@ -10,8 +10,13 @@ from controlroom.api.commands import Command
 
 
 def add_route(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("route", parents=[common], help="which recipe a task routes to")
-    p.add_argument("text")
+    p = sub.add_parser(
+        "route",
+        parents=[common],
+        help="which recipe a task routes to",
+        description='Which recipe `controlroom run "TEXT"` would run, and why; nothing runs.',
+    )
+    p.add_argument("text", help='the request, as a writer types it: "Draft scene 4"')
     p.set_defaults(func=Command("controlroom.api.catalog_cli", "cmd_route"))
 
 

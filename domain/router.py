@@ -379,8 +379,9 @@ def _unroutable(text: str, recipes: list[Recipe]) -> RoutingDecision:
         routable=False,
         recipe_id=None,
         reason=(
-            "no recipe fits this request; the Chief must scope it: plan it with "
-            f'`controlroom plan create "{quoted}"`.{hint}'
+            "no recipe fits this request; plan it as work of its own with "
+            f'`controlroom plan create "{quoted}"` (the Chief, the planning agent, '
+            f"drafts the plan for you to approve).{hint}"
         ),
     )
 
