@@ -77,6 +77,7 @@ def test_canon_checker_finds_the_planted_eye_colour_contradiction(workspace: Pat
             "line": 3,
             "sentence": "His green eyes narrowed at the cut marks on the trunk.",
             "quote": "His green eyes",
+            "against": "canon",  # not another passage of the text
         }
     ]
 
