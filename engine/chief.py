@@ -231,8 +231,17 @@ class Chief:
                 )
             elif numbers:
                 asked = f"What should be done with {unit} {numbers[0]}?"
+            elif "no task starts" in decision.reason:
+                asked = decision.reason  # a conference or an eval: its own command
             else:
-                asked = "What exactly should this task do, and on which scenes?"
+                # Say what the recipes can do, so a writer who asked for a cover or a
+                # launch tweet learns it is out of reach instead of being asked to scope it.
+                asked = (
+                    "No recipe does this as asked: the recipes draft, check, review and revise "
+                    "the manuscript's text (none makes images, formats, publishes or "
+                    "markets). What should this task do to the manuscript, and on which "
+                    "scenes? Or remove it from the plan."
+                )
             return task.model_copy(
                 update={
                     "recipe_id": None,

@@ -147,6 +147,13 @@ def test_an_ambiguous_scene_becomes_a_clarify_questionnaire(ctx: Context) -> Non
     assert "no scene 9" in (missing.tasks[1].scoping_question or "")
     assert missing.tasks[1].choices == ["Write scene 4"]  # the outline's undrafted scene
 
+    # work no recipe can do is said to be out of reach, not only "scope it"
+    cover = create(ctx, "Design a cover for the book").tasks[1]
+    assert "none makes images" in (cover.scoping_question or "")
+    # work another command starts names that command
+    team = create(ctx, "Get the whole team to weigh in on the ending").tasks[1]
+    assert 'controlroom conference "QUESTION"' in (team.scoping_question or "")
+
 
 def test_editing_a_task_routes_it_again(ctx: Context) -> None:
     service = PlanService(ctx)
