@@ -608,7 +608,9 @@ class Run(Aggregate):
             self._trigger(
                 RunFailed,
                 at,
-                error=f"Definition of Done: {len(failing)} check(s) failed",
+                # "failed" alone reads as the tool breaking; every step ran, and the
+                # checks say what the work found.
+                error=f"Definition of Done: {len(failing)} check(s) failed (every step ran)",
                 outcome=1,
             )
 
