@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, SerializeAsAny, Tag
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    SerializeAsAny,
+    Tag,
+    field_validator,
+)
 
 from controlroom.domain.canonical import sha256_json
 from controlroom.domain.iteration import IterationSpec
@@ -136,10 +146,22 @@ class TaskCombination(_Frozen):
 
     #: Every one of these recipes must match a clause of the request that asks for something.
     recipes: list[str] = Field(min_length=2)
-    #: A `/regex/` the request must match (its scope, say "the whole book"), if set.
+    #: A regular expression (case ignored) the request must match, if set: its scope, say
+    #: "the whole book".
     when: str | None = None
-    #: A `/regex/` that, matched, leaves the combination out (another scope).
+    #: A regular expression that, matched, leaves the combination out (another scope).
     unless: str | None = None
+
+    @field_validator("when", "unless")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        # Refused when the recipe is loaded, not when a writer's request meets it.
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return pattern
 
 
 class Recipe(_Frozen):

@@ -455,6 +455,8 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     score, length, best = ranked[0]
     chosen = next(r for r in recipes if r.recipe_id == best.recipe_id)
     if chosen.started_by:
+        # Unroutable, yet a pattern matched: the work has a command of its own, which
+        # the reason names (the Chief asks it back rather than asking to scope the task).
         return RoutingDecision(
             routable=False,
             recipe_id=None,
@@ -462,6 +464,7 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
                 f"this asks for {chosen.label or chosen.recipe_id} ({best.shown(text)}), "
                 f"which no task starts: {chosen.started_by}"
             ),
+            matched_pattern=best.pattern,
         )
     reason = (
         f"asked for {best.shown(text)}, which recipe '{best.recipe_id}' combines"

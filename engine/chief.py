@@ -231,7 +231,7 @@ class Chief:
                 )
             elif numbers:
                 asked = f"What should be done with {unit} {numbers[0]}?"
-            elif "no task starts" in decision.reason:
+            elif decision.matched_pattern is not None:
                 asked = decision.reason  # a conference or an eval: its own command
             else:
                 # Say what the recipes can do, so a writer who asked for a cover or a

@@ -416,10 +416,9 @@ def review_consistency(task: str, inputs: Inputs) -> str:
     # checked".
     not_checked = []
     for line in _marked(inputs, "~"):
-        fact, _, reason = line.partition(": ")
-        entity = fact
-        attribute, _, value = reason.partition(" = ")
-        value, _, why = value.partition(": ")
+        entity, _, rest = line.partition(": ")  # "Kael", "eyes = pink: value 'pink' is …"
+        attribute, _, rest = rest.partition(" = ")
+        value, _, why = rest.partition(": ")
         if describes_the_person(attribute):
             not_checked.append(f"{entity}'s {attribute} ('{value}'): {why}")
     summary = (

@@ -114,6 +114,15 @@ def test_a_run_is_forked_from_a_step_on_the_page_and_compared_with_its_source(
         assert seen.problems == []
 
 
+def two_finished_runs(client: httpx.Client) -> tuple[str, str]:
+    """Two runs of different recipes, each followed to its end."""
+    first = start(client, task="consistency check")
+    read_sse(client, f"/api/runs/{first}/events")
+    other = start(client, task="prose review")
+    read_sse(client, f"/api/runs/{other}/events")
+    return first, other
+
+
 @pytest.mark.timeout(120)
 def test_any_two_runs_compare_by_id_with_their_texts_in_full(
     workspace: Path,
@@ -124,10 +133,7 @@ def test_any_two_runs_compare_by_id_with_their_texts_in_full(
         httpx.Client(base_url=base, timeout=30) as client,
         watch(base) as seen,
     ):
-        first = start(client, task="consistency check")
-        read_sse(client, f"/api/runs/{first}/events")
-        other = start(client, task="prose review")
-        read_sse(client, f"/api/runs/{other}/events")
+        first, other = two_finished_runs(client)
         page = seen.open(f"/#/runs/{first}")
         page.wait_for_selector("#compare-id")
         page.fill("#compare-id", other)
@@ -161,10 +167,7 @@ def test_a_run_id_being_typed_keeps_its_focus_when_the_run_state_arrives(
         httpx.Client(base_url=base, timeout=30) as client,
         watch(base) as seen,
     ):
-        first = start(client, task="consistency check")
-        read_sse(client, f"/api/runs/{first}/events")
-        other = start(client, task="prose review")
-        read_sse(client, f"/api/runs/{other}/events")
+        first, other = two_finished_runs(client)
         held: list[Any] = []
         seen.page.route("**/api/runs/*/state", lambda route: held.append(route))
         page = seen.open(f"/#/runs/{first}")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pydantic
+import pytest
+
 import controlroom.domain.packet_steps  # noqa: F401  (registers the playbook's step kinds)
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.router import closest_recipes, initial_args_from, route
@@ -381,3 +384,10 @@ def test_work_no_task_starts_is_answered_with_the_command_that_starts_it() -> No
     # never offered as the closest recipe of a request nothing fits
     assert "conference_round" not in closest_recipes("a conference about the book", BUNDLED)
     assert route("Set up a mailing list signup page for my website.", BUNDLED).routable is False
+
+
+def test_a_combination_whose_scope_is_no_regular_expression_is_refused_at_load() -> None:
+    with pytest.raises(pydantic.ValidationError, match="not a regular expression"):
+        Recipe.model_validate(
+            {"recipe_id": "both", "task_combines": [{"recipes": ["a", "b"], "unless": "(whole"}]}
+        )

@@ -104,12 +104,16 @@ _HEIGHT_CLOSERS = frozenset("tall high in and".split())
 #: Colours a head takes from its hair ("fair-headed"); never "light" ("light-headed") or a
 #: metal ("gold-headed", a cane's).
 _HEAD_COLOURS = frozenset(
-    "red fair white grey gray black dark flaxen sandy carroty tow yellow curly".split()
-) - {"curly"}
+    "red fair white grey gray black dark flaxen sandy carroty tow yellow".split()
+)
 _AGE_WORDS = frozenset("young old little big great tall small".split())
+#: Not person nouns, yet said of people: "a fair-headed young giant", "a red-headed thing".
+_HEADED_BEINGS = frozenset("giant creature one thing".split())
 #: "grown grey", "going grey": hair, said of a person.
 _GREYING_VERBS = frozenset("grown gone going growing".split())
 _GREY_WORDS = frozenset("grey gray silver grizzled".split())
+#: What follows "gone grey" when it is not the hair: "gone grey eyes", "had gone grey lips".
+_NOT_HAIR_AFTER_GREY = frozenset({"face", "cheeks", "lips", "skin"})
 _GREYING_ADVERBS = frozenset("already quite now long since early much very all".split())
 _GREYING_AUXILIARIES = frozenset("had has have having is was are were be been being 'd".split())
 #: Words between a verb and a height in feet: "stood well over six feet", "was but five".
@@ -611,7 +615,7 @@ class _Context:
             person = nxt
             if nxt.low in _AGE_WORDS and i + 2 < len(tokens):
                 person = tokens[i + 2]
-            if person.low not in _PERSON_NOUNS | {"giant", "creature", "one", "thing"}:
+            if person.low not in _PERSON_NOUNS and person.low not in _HEADED_BEINGS:
                 return []
         owner, negated = self._subject_of(tokens, i)
         if owner is None or negated:
@@ -632,14 +636,7 @@ class _Context:
         if (
             after is not None
             and self._gap_ok(colour, after)
-            and after.low
-            in _ALL_CUES
-            | {
-                "face",
-                "cheeks",
-                "lips",
-                "skin",
-            }
+            and (after.low in _ALL_CUES or after.low in _NOT_HAIR_AFTER_GREY)
         ):
             return []  # "gone grey eyes": not this
         if any(t.low in _NEGATIONS for t in tokens[max(0, i - 3) : i]):
@@ -1871,33 +1868,29 @@ def _gender_of(cast: Cast, entity: str) -> Gender | None:
 
 #: Someone in play without a name: a pronoun carried over from an earlier paragraph may
 #: mean them as well as anyone named there.
-_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
-    "he": re.compile(
-        r"\b(?:man|men|gentleman|gentlemen|boy|lad|fellow|youth|stranger|servant|footman|"
-        r"butler|coachman|father|brother|son|uncle|husband|master|king|lord|sir|priest|"
-        r"doctor|officer|soldier|sailor|clerk|visitor|driver|landlord|waiter|porter)\b",
-        re.IGNORECASE,
-    ),
-    "she": re.compile(
-        r"\b(?:woman|women|lady|ladies|girl|maid|maiden|lass|mother|sister|daughter|aunt|"
-        r"wife|mistress|queen|housekeeper|nurse|governess|widow|stranger|servant|visitor|"
-        r"landlady)\b",
-        re.IGNORECASE,
-    ),
+#: One person of each sex, unnamed ("the stranger", "her aunt").
+_ONE_UNNAMED: dict[str, str] = {
+    "he": "man gentleman boy lad fellow youth stranger servant footman butler coachman father "
+    "brother son uncle husband master king lord priest doctor officer soldier sailor clerk "
+    "visitor driver landlord waiter porter",
+    "she": "woman lady girl maid maiden lass mother sister daughter aunt wife mistress queen "
+    "housekeeper nurse governess widow stranger servant visitor landlady",
 }
-#: One person of a sex, unnamed: a second candidate for "she" a paragraph keeps in focus.
+#: Also in play, though no one of them alone: several ("the men"), or one addressed ("sir").
+_MORE_UNNAMED = {"he": "men gentlemen sir", "she": "women ladies"}
+
+
+def _any_word(words: str) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(words.split()) + r")\b", re.IGNORECASE)
+
+
+_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
+    sex: _any_word(f"{words} {_MORE_UNNAMED[sex]}") for sex, words in _ONE_UNNAMED.items()
+}
+#: One person of a sex, unnamed: a second candidate for "she" a paragraph keeps in focus
+#: (a plural is not: "the girls would comment on her dress").
 _ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
-    "he": re.compile(
-        r"\b(?:man|gentleman|boy|lad|fellow|youth|stranger|servant|footman|butler|coachman|"
-        r"father|brother|son|uncle|husband|master|king|lord|priest|doctor|officer|soldier|"
-        r"sailor|clerk|visitor|driver|landlord|waiter|porter)\b",
-        re.IGNORECASE,
-    ),
-    "she": re.compile(
-        r"\b(?:woman|lady|girl|maid|maiden|lass|mother|sister|daughter|aunt|wife|mistress|"
-        r"queen|housekeeper|nurse|governess|widow|stranger|servant|visitor|landlady)\b",
-        re.IGNORECASE,
-    ),
+    sex: _any_word(words) for sex, words in _ONE_UNNAMED.items()
 }
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")

@@ -286,14 +286,9 @@ _NOT_CHECKABLE_REASONS = {
 #: Card attributes that keep the book's own bookkeeping, not what a reader is told of a
 #: person: left out of a check's "not checked" list a writer must see.
 _BOOKKEEPING = frozenset(
-    {
-        *"pronouns pronoun gender sex type kind role roles notes note aliases alias name".split(),
-        *"status tags tag summary id".split(),
-        "first appears",
-        "first appearance",
-        "also known as",
-    }
-)
+    "pronouns pronoun gender sex type kind role roles notes note aliases alias name status "
+    "tags tag summary id".split()
+) | {"first appears", "first appearance", "also known as"}
 
 
 def describes_the_person(attribute: str) -> bool:
