@@ -268,7 +268,9 @@ async def get_recipe(request: Request) -> JSONResponse:
 
 async def route_task(request: Request) -> JSONResponse:
     body = await read_body(request, RouteBody)
-    return JSONResponse(_server(request).service.route(body.task).model_dump(mode="json"))
+    # Off the loop: the first routing in a process trains the router's classifier.
+    decision = await asyncio.to_thread(_server(request).service.route, body.task)
+    return JSONResponse(decision.model_dump(mode="json"))
 
 
 async def openapi(request: Request) -> JSONResponse:

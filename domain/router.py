@@ -16,6 +16,7 @@ from functools import lru_cache
 import snowballstemmer
 from pydantic import JsonValue
 
+from controlroom.domain import router_examples
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.router_clauses import HOW, clause_weights, clauses
 from controlroom.domain.run_events import RoutingDecision
@@ -419,6 +420,68 @@ def _phrase_words(text: str) -> str:
 
 
 def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
+    """The recipe for the description: the phrase patterns' choice (`route_by_patterns`),
+    unless the second reading by example requests (domain/router_examples.py) is much surer
+    of another recipe, or that none fits; the reason says which read it."""
+    recipes = list(recipes)
+    by_patterns = route_by_patterns(description, recipes)
+    text = description.strip()
+    if not text or _IDENTIFIER.match(text):
+        return by_patterns
+    if by_patterns.routable and by_patterns.recipe_id not in router_examples.exemplified():
+        # A workspace's own recipe has no example requests: nothing can be surer of it
+        # than its own patterns (and the examples no recipe does may be what it does).
+        return by_patterns
+    model = router_examples.model_for(recipes)
+    if model is None:
+        return by_patterns
+    reading = model.read(text)
+    if reading.top == (by_patterns.recipe_id or router_examples.NO_RECIPE):
+        return by_patterns  # they agree (the usual case: nothing more to work out)
+    # A recipe whose patterns match only inside a prohibition ("don't check continuity")
+    # is what the writer ruled out: the classifier, which reads every word, may not pick it.
+    index = _index_of(recipes)
+    forbidden = set(_matches(text, index)) - set(_matches(_without_prohibitions(text), index))
+    instead = router_examples.overrules(reading, by_patterns.recipe_id, forbidden)
+    if instead is None or (not by_patterns.routable and not _asks_something(text, index)):
+        # "Do scene 3" names a unit and asks nothing a recipe's words say: the Chief asks
+        # what is meant (a clarifying question) rather than a guess by likeness.
+        return by_patterns
+    nearest = model.nearest(text, instead)
+    patterns_said = (
+        f"the patterns alone chose '{by_patterns.recipe_id}'"
+        if by_patterns.routable
+        else "the patterns alone found no recipe"
+    )
+    if instead == router_examples.NO_RECIPE:
+        unroutable = _unroutable(text, recipes)
+        return unroutable.model_copy(
+            update={
+                "reason": f"it reads most like requests no recipe does (such as "
+                f'"{nearest}"; {patterns_said}): ' + unroutable.reason
+            }
+        )
+    return RoutingDecision(
+        routable=True,
+        recipe_id=instead,
+        reason=(
+            f"it reads most like requests recipe '{instead}' does (such as "
+            f'"{nearest}"), by the example requests; {patterns_said}'
+        ),
+        initial_args=initial_args_from(text),
+    )
+
+
+def _asks_something(text: str, index: _Index) -> bool:
+    """Whether the request holds a word some recipe's patterns use, beyond the generic
+    ones every task uses ("scene", "chapter", "draft") and numbers."""
+    return any(
+        stem in index.weights and stem not in _GENERIC and not stem.isdigit()
+        for stem in _spelled(_stems(text), index)
+    )
+
+
+def route_by_patterns(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     """The recipe whose patterns best explain the description: each recipe scores the
     specificity-weighted stems its matching patterns share with it; the highest score wins,
     then the longest pattern, then the recipe id (and the reason says which)."""

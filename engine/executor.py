@@ -98,6 +98,9 @@ class Executor:
             # `begin` reads and writes nothing (the recipe catalog is in memory) and takes
             # well under a millisecond: on the loop, not through a thread whose hand-back
             # waits behind the runs already executing (5 ms a submission with 50 of them).
+            # Only the first task to route trains the router's classifier, in a thread.
+            if not self.service.routing_ready(request):
+                await asyncio.to_thread(self.service.prepare_routing)
             run = self.service.begin(request, self.owner)
             await StepRunner(self.ctx, offload=True).commit(run)
         self.spawn(run.id, run)

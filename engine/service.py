@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from controlroom.domain import router_examples
 from controlroom.domain.errors import (
     BadInputError,
     ClaimLostError,
@@ -70,6 +71,15 @@ class RunService:
 
     def route(self, description: str) -> RoutingDecision:
         return route(description, self.ctx.catalog.recipes())
+
+    def routing_ready(self, request: RunRequest) -> bool:
+        """False when starting `request` would first train the router's classifier (about
+        two seconds, once a process): a caller on an event loop does that in a thread."""
+        routed = not (request.is_recipe_id or request.task_or_recipe in self.ctx.catalog)
+        return not routed or router_examples.trained(self.ctx.catalog.recipes())
+
+    def prepare_routing(self) -> None:
+        router_examples.model_for(self.ctx.catalog.recipes())
 
     def plan(self, request: RunRequest) -> tuple[Recipe, TaskSpec, RoutingDecision | None]:
         """Decide what would run, or raise a clear error; records nothing."""

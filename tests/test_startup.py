@@ -28,6 +28,8 @@ HEAVY = (
     "openai",
     "anthropic",
     "uvicorn",
+    "sklearn",
+    "scipy",
 )
 #: What the quick reads never need: the typed models and the event store.
 ENGINE = ("pydantic", "eventsourcing")
