@@ -33,6 +33,8 @@ REQUEST_SETS = (
     REPO / "bench" / "router_requests_blind3.json",
     REPO / "bench" / "router_requests_blind4.json",
     REPO / "bench" / "router_requests_blind5.json",
+    REPO / "bench" / "router_requests_blind6.json",
+    REPO / "bench" / "router_requests_blind7.json",
 )
 
 
