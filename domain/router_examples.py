@@ -253,6 +253,8 @@ class _Model:
             if temporary is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
+            return
+        _prune(path.parent)
 
     @classmethod
     def kept(cls, path: Path, pairs: tuple[tuple[str, str], ...]) -> _Model | None:
@@ -276,6 +278,17 @@ class _Model:
         ):
             return None  # damaged: trained again
         return cls(pairs, vocabularies, idf, weights, intercepts, classes)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the `_MODELS_KEPT` newest models (each set of recipes a workspace routes with,
+    and each release's examples, trains its own): older ones are trained again if needed."""
+    try:
+        kept = sorted(folder.glob("*.npz"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[_MODELS_KEPT:]:
+            old.unlink()
+    except OSError:
+        pass  # another process pruned it first
 
 
 def _cache_path(pairs: tuple[tuple[str, str], ...]) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,16 @@ def test_the_model_is_kept_and_read_back_whole_and_a_damaged_one_is_trained_agai
         == trained.read("tighten ch 2").scores
     )
     assert router_examples._Model.kept(kept[0], pairs) is not None  # written again
+
+
+def test_only_the_newest_models_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "controlroom" / "router"
+    folder.mkdir(parents=True)
+    for n in range(12):
+        (folder / f"old{n:02}.npz").write_bytes(b"x")
+        os.utime(folder / f"old{n:02}.npz", (1000 + n, 1000 + n))
+    router_examples._model(router_examples._training_set(router_examples._key(BUNDLED)))
+    left = sorted(p.name for p in folder.glob("*.npz"))
+    assert len(left) == router_examples._MODELS_KEPT
+    assert "old11.npz" in left and "old04.npz" not in left  # the newest stay
