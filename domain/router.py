@@ -85,7 +85,7 @@ class _Match:
         """The pattern as a reason names it: a phrase as written; for a regex, the words of
         the request it matched, which say more to a writer than the regex."""
         if self.combined:
-            parts = " and ".join(f"{m.recipe_id}'s {m.shown(text)}" for m in self.combined)
+            parts = " and ".join(f"{m.recipe_id} ({m.shown(text)})" for m in self.combined)
             return f"the work of {parts} together"
         if not _is_regex(self.pattern):
             return f"pattern '{self.pattern}'"
@@ -314,6 +314,25 @@ def _match(
     return wanted, start
 
 
+_UNIT_WORDS = ("scene", "scenes", "chapter", "chapters")
+
+
+def _unit_typos_mended(text: str) -> str:
+    """ "scnee 4", "chaptre 9": a unit misspelt by a letter (and no English word) is read
+    as the unit, as the patterns read a misspelt word, so its number is the scope."""
+
+    def mend(found: re.Match[str]) -> str:
+        word = found.group(0).lower()
+        if word in _UNIT_WORDS:
+            return found.group(0)
+        for unit in _UNIT_WORDS:
+            if _close(word, unit) and not _is_english(word):
+                return unit
+        return found.group(0)
+
+    return re.sub(r"[A-Za-z]{4,9}(?=\s*#?\s*(?:\d|[ivxlc]+\b))", mend, text, flags=re.IGNORECASE)
+
+
 def initial_args_from(description: str) -> dict[str, JsonValue]:
     """Seed values the description itself states: file paths, scene or chapter numbers
     (digits, words or roman numerals; ranges become lists), the whole manuscript, quotes."""
@@ -326,7 +345,7 @@ def initial_args_from(description: str) -> dict[str, JsonValue]:
     if paths:
         args["paths"] = paths
     covered: list[tuple[int, int]] = []
-    bare = _PATH.sub(" ", unquoted)  # numbers inside a path are not a scope
+    bare = _unit_typos_mended(_PATH.sub(" ", unquoted))  # numbers in a path are no scope
     bare = _UNIT_AND_NUMBER.sub(r"\1 ", bare.lower())  # "ch3", "sc.4": a unit and its number
     for found in _RANGE.finditer(bare):
         first, last = _number(found.group(2)), _number(found.group(3))
@@ -395,7 +414,9 @@ _PROHIBITION = re.compile(
     r"(?:^|(?<=[.!?;:,—–])|\b(?:and|but|just)\b)\s*(?:please\s+|pls\s+)?"
     r"(?:don'?t|do not|never|no need to|not asking (?:you )?(?:for|to)|"
     r"without (?:touching|changing))"
-    r"\b[^.!?;:—–]*",
+    # ... up to the next stop, or to a comma that turns to what is asked ("Don't update
+    # the cards, just check consistency").
+    r"\b(?:(?!,\s*(?:just|only|instead|rather|but|then)\b)[^.!?;:—–])*",
     re.IGNORECASE,
 )
 #: The outline named as the source of the work ("draft it from the outline", "take the
@@ -435,13 +456,16 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
     model = router_examples.model_for(recipes)
     if model is None:
         return by_patterns
-    reading = model.read(text)
+    reading = model.read(text)  # whole, as its examples were taught
     if reading.top == (by_patterns.recipe_id or router_examples.NO_RECIPE):
         return by_patterns  # they agree (the usual case: nothing more to work out)
-    # A recipe whose patterns match only inside a prohibition ("don't check continuity")
-    # is what the writer ruled out: the classifier, which reads every word, may not pick it.
+    # What the writer ruled out it may not pick: a recipe whose patterns match only inside
+    # a prohibition ("don't check continuity"), or whose phrases begin with the act a
+    # prohibition names ("Don't draft anything yet.": the drafting recipes).
     index = _index_of(recipes)
     forbidden = set(_matches(text, index)) - set(_matches(_without_prohibitions(text), index))
+    for prohibition in _PROHIBITION.finditer(text):
+        forbidden |= _ruled_out(prohibition.group(0), index)
     instead = router_examples.overrules(reading, by_patterns.recipe_id, forbidden)
     if instead is None or (not by_patterns.routable and not _asks_something(text, index)):
         # "Do scene 3" names a unit and asks nothing a recipe's words say: the Chief asks
@@ -470,6 +494,26 @@ def route(description: str, recipes: Iterable[Recipe]) -> RoutingDecision:
         ),
         initial_args=initial_args_from(text),
     )
+
+
+#: The words that make a clause a prohibition, before the act it forbids.
+_NEGATION_STEMS = frozenset(_stems("don't dont not never no need without asking you for to"))
+#: Words after the act that set its bounds rather than forbid it.
+_SCOPE_STEMS = frozenset(_stems("past beyond outside more longer over after"))
+
+
+def _ruled_out(prohibition: str, index: _Index) -> set[str]:
+    """The recipes with a phrase pattern that begins with the act a prohibition forbids:
+    "don't draft anything" rules out every recipe with a phrase "draft …", "without
+    touching the cards" none (no phrase begins with "touch")."""
+    acts = [s for s in _spelled(_stems(prohibition), index) if s not in _NEGATION_STEMS]
+    if not acts or (len(acts) > 1 and acts[1] in _SCOPE_STEMS):
+        return set()  # "don't write past the end of the beat" limits the act, not forbids
+    return {
+        pattern.recipe_id
+        for pattern in index.patterns
+        if pattern.stems and pattern.stems[0] == acts[0]
+    }
 
 
 def _asks_something(text: str, index: _Index) -> bool:

@@ -10,7 +10,13 @@ import pytest
 
 from controlroom.domain import router_examples
 from controlroom.domain.recipe import Recipe
-from controlroom.domain.router import route, route_by_patterns
+from controlroom.domain.router import (
+    _index_of,
+    _ruled_out,
+    initial_args_from,
+    route,
+    route_by_patterns,
+)
 from controlroom.domain.router_examples import NO_RECIPE, Reading, overrules
 from tests.test_router import BUNDLED
 
@@ -143,3 +149,26 @@ def test_only_the_newest_models_are_kept(tmp_path: Path, monkeypatch: pytest.Mon
     left = sorted(p.name for p in folder.glob("*.npz"))
     assert len(left) == router_examples._MODELS_KEPT
     assert "old11.npz" in left and "old04.npz" not in left  # the newest stay
+
+
+def test_what_a_request_rules_out_is_never_its_route() -> None:
+    # a comma that turns to the ask ends the prohibition
+    assert route("Don't update the cards, just check consistency", BUNDLED).recipe_id == (
+        "analytical_consistency"
+    )
+    assert route(
+        "Don't check consistency, just review the prose of scene 1", BUNDLED
+    ).recipe_id == ("analytical_prose")
+    # the act a prohibition names rules out the recipes whose phrases begin with it
+    decision = route("Don't draft anything yet. Just outline scene 5.", BUNDLED)
+    assert decision.recipe_id == "structural_outline"
+    index = _index_of(BUNDLED)
+    assert "creative_draft_scene" in _ruled_out("Don't draft anything yet", index)
+    assert _ruled_out("Don't write past the end of the beat", index) == set()  # a bound
+    assert _ruled_out("without touching the cards", index) == set()
+
+
+def test_a_misspelt_unit_still_gives_the_scope() -> None:
+    assert initial_args_from("draft scnee 4") == {"scene_number": 4}
+    assert initial_args_from("chaptre 9 needs work") == {"chapter_number": 9}
+    assert initial_args_from("these 4 scenes") == {}
