@@ -391,7 +391,26 @@ def closest_recipes(description: str, recipes: Iterable[Recipe], limit: int = 3)
     return [recipe_id for recipe_id, _ in ranked[:limit]]
 
 
+#: A writer asking what the tool does, not for work: "help", "what can you do?".
+_ASKS_FOR_HELP = re.compile(
+    r"^\W*(?:help|\?+|what (?:can|do) (?:you|it|this|i) do|what (?:are|is) (?:the|your) "
+    r"(?:recipes|options|commands)|how does (?:this|it) work|usage)\W*$",
+    re.IGNORECASE,
+)
+
+
 def _unroutable(text: str, recipes: list[Recipe]) -> RoutingDecision:
+    if _ASKS_FOR_HELP.match(text):
+        return RoutingDecision(
+            routable=False,
+            recipe_id=None,
+            reason=(
+                "this asks what the recipes do rather than for work: `controlroom recipes "
+                "list` names each with what it does, and a request in your own words ("
+                '"check scene 2 against the cards", "draft scene 4 from the outline") '
+                "is routed to one"
+            ),
+        )
     closest = closest_recipes(text, recipes)
     quoted = text.replace('"', "'")
     hint = f" Closest recipes: {', '.join(closest)}." if closest else ""

@@ -172,3 +172,11 @@ def test_a_misspelt_unit_still_gives_the_scope() -> None:
     assert initial_args_from("draft scnee 4") == {"scene_number": 4}
     assert initial_args_from("chaptre 9 needs work") == {"chapter_number": 9}
     assert initial_args_from("these 4 scenes") == {}
+
+
+def test_asking_what_the_tool_does_is_answered_with_the_recipe_list() -> None:
+    for asked in ("help", "What can you do?", "how does this work"):
+        decision = route(asked, BUNDLED)
+        assert not decision.routable and "controlroom recipes list" in decision.reason
+    decision = route("help me write a blurb for the back cover", BUNDLED)
+    assert not decision.routable and "controlroom plan create" in decision.reason
