@@ -1,5 +1,5 @@
 """Router accuracy on plain requests a novelist types (bench/router_requests.json, written
-with the patterns, and bench/router_requests_blind*.json, nine sets written blind by helper
+with the patterns, and bench/router_requests_blind*.json, eleven sets written blind by helper
 sessions that never saw the patterns or the router).
 
 Each request lists the recipes that fit it (null: none fits, it should be unroutable). The
@@ -37,6 +37,8 @@ REQUEST_SETS = (
     REPO / "bench" / "router_requests_blind7.json",
     REPO / "bench" / "router_requests_blind8.json",
     REPO / "bench" / "router_requests_blind9.json",
+    REPO / "bench" / "router_requests_blind10.json",
+    REPO / "bench" / "router_requests_blind11.json",
 )
 
 

@@ -214,6 +214,8 @@ def test_requests_written_blind_route_right_no_less_often_than_measured() -> Non
         "router_requests_blind7.json": (0.9, 0.8),
         "router_requests_blind8.json": (0.9, 0.85),
         "router_requests_blind9.json": (0.9, 0.85),
+        "router_requests_blind10.json": (0.9, 0.85),
+        "router_requests_blind11.json": (0.9, 0.85),
     }
     for name, (dev, held_out) in floors.items():
         for split, floor in (("dev", dev), ("held_out", held_out)):
