@@ -24,15 +24,12 @@ or read is trained again: slower, never wrong.
 from __future__ import annotations
 
 import collections
-import contextlib
 import hashlib
 import importlib.metadata
 import itertools
 import json
 import math
-import os
 import re
-import tempfile
 import threading
 import zipfile
 from dataclasses import dataclass
@@ -41,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from controlroom.domain.recipe import Recipe
+from controlroom.domain.user_cache import cache_folder, write_whole
 
 EXAMPLES_FILE = Path(__file__).resolve().parent.parent / "recipes" / "examples" / "routing.json"
 #: The label of requests no recipe does (the classifier's own class for them).
@@ -121,7 +119,7 @@ _FEATURES: dict[str, dict[str, Any]] = {
     "letters": {"analyzer": "char_wb", "ngram_range": (2, 5), "sublinear_tf": True},
 }
 #: Part of the kept model's name: a change here (or in scikit-learn) trains it afresh.
-_MODEL_FORM = "linearsvc-c1-seed0-v1"
+_MODEL_FORM = "linearsvc-seed0-v1"
 
 
 def _grams(kind: str, text: str) -> list[str]:
@@ -219,17 +217,16 @@ class _Model:
         """The example of `label` most like `text` (by the cosine of their TF-IDF rows)."""
         if self._rows is None:
             self._rows = [self.row(request) for request in self.requests]
-        row = self.row(text)
+        rows, row = self._rows, self.row(text)
 
         def likeness(i: int) -> tuple[float, int]:
-            taught = self._rows[i] if self._rows is not None else {}
-            return sum(v * taught.get(k, 0.0) for k, v in row.items()), -i
+            return sum(v * rows[i].get(k, 0.0) for k, v in row.items()), -i
 
         candidates = [i for i, taught in enumerate(self.labels) if taught == label]
         return self.requests[max(candidates, key=likeness)]
 
     def keep(self, path: Path) -> None:
-        """Written whole, then renamed: a process reading it never sees half a model."""
+        """Kept for later processes (an unwritable cache: trained again, never wrong)."""
         import numpy as np
 
         arrays: dict[str, Any] = {
@@ -242,19 +239,8 @@ class _Model:
             "intercepts": self.intercepts,
             "classes": np.array(self.classes, dtype=str),
         }
-        temporary: str | None = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as out:
-                temporary = out.name
-                np.savez(out, **arrays)
-            os.replace(temporary, path)
-        except OSError:  # an unwritable cache: trained again next time, never wrong
-            if temporary is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-            return
-        _prune(path.parent)
+        if write_whole(path, lambda out: np.savez(out, **arrays)):
+            _prune(path.parent)
 
     @classmethod
     def kept(cls, path: Path, pairs: tuple[tuple[str, str], ...]) -> _Model | None:
@@ -272,10 +258,7 @@ class _Model:
                 classes = [str(c) for c in kept["classes"]]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return None
-        features = sum(len(v) for v in vocabularies.values())
-        if weights.shape != (features, len(intercepts)) and not (
-            len(classes) == 2 and weights.shape == (features, 1)
-        ):
+        if weights.shape != (sum(len(v) for v in vocabularies.values()), len(intercepts)):
             return None  # damaged: trained again
         return cls(pairs, vocabularies, idf, weights, intercepts, classes)
 
@@ -299,8 +282,7 @@ def _cache_path(pairs: tuple[tuple[str, str], ...]) -> Path | None:
     digest = hashlib.sha256(
         json.dumps([_MODEL_FORM, _C, version, pairs], ensure_ascii=False).encode()
     ).hexdigest()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "controlroom" / "router" / f"{digest[:32]}.npz"
+    return cache_folder("router") / f"{digest[:32]}.npz"
 
 
 def _model(pairs: tuple[tuple[str, str], ...]) -> _Model:

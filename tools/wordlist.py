@@ -12,28 +12,23 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import os
-import tempfile
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
+
+from controlroom.domain.user_cache import cache_folder, write_whole
 
 #: Fewer words than any of the lists holds: a kept file this short is not one of them.
 _FEWEST_WORDS = 1000
-
-
-def _cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "controlroom" / "wordlists"
 
 
 def _kept(name: str, build: Callable[[], frozenset[str]]) -> frozenset[str]:
     """`build()`, kept as a file of one word a line under a name its source's version
     fixes: a new `english-words` release builds it afresh."""
     try:
-        path = _cache_folder() / f"{name}-{importlib.metadata.version('english-words')}.txt"
+        version = importlib.metadata.version("english-words")
     except importlib.metadata.PackageNotFoundError:
         return build()
+    path = cache_folder("wordlists") / f"{name}-{version}.txt"
     try:
         kept = frozenset(path.read_text(encoding="utf-8").split("\n"))
         if len(kept) >= _FEWEST_WORDS:  # else damaged: built again
@@ -41,24 +36,8 @@ def _kept(name: str, build: Callable[[], frozenset[str]]) -> frozenset[str]:
     except (OSError, ValueError):
         pass
     words = build()
-    _keep(path, words)
+    write_whole(path, lambda out: out.write("\n".join(sorted(words)).encode("utf-8")))
     return words
-
-
-def _keep(path: Path, words: frozenset[str]) -> None:
-    """Written whole, then renamed: a process reading the file never sees half a list."""
-    temporary: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
-        ) as out:
-            temporary = out.name
-            out.write("\n".join(sorted(words)))
-        os.replace(temporary, path)
-    except OSError:
-        if temporary is not None:
-            Path(temporary).unlink(missing_ok=True)
 
 
 def _web2() -> set[str]:
