@@ -414,13 +414,15 @@ def _unroutable(text: str, recipes: list[Recipe]) -> RoutingDecision:
     closest = closest_recipes(text, recipes)
     quoted = text.replace('"', "'")
     hint = f" Closest recipes: {', '.join(closest)}." if closest else ""
+    # Both ways in are named: the same reason reaches the CLI and HTTP clients.
     return RoutingDecision(
         routable=False,
         recipe_id=None,
         reason=(
             "no recipe fits this request; plan it as work of its own with "
-            f'`controlroom plan create "{quoted}"` (the Chief, the planning agent, '
-            f"drafts the plan for you to approve).{hint}"
+            f'`controlroom plan create "{quoted}"`, or over HTTP `POST /api/plans` with '
+            f'{{"intent": "{quoted}"}} (the Chief, the planning agent, drafts the plan for '
+            f"you to approve).{hint}"
         ),
     )
 

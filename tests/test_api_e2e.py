@@ -220,6 +220,12 @@ def test_recipes_and_routing_over_http(workspace: Path) -> None:
         routed = client.post("/api/route", json={"task": "foreshadowing audit"}).json()
         assert routed["recipe_id"] == "analytical_foreshadow" and routed["routable"] is True
         assert client.post("/api/route", json={"task": ""}).status_code == 400
+        # An HTTP client is told how to plan unroutable work over HTTP, not only the CLI.
+        unroutable = client.post("/api/route", json={"task": "make the villain scarier"}).json()
+        assert unroutable["routable"] is False
+        assert 'POST /api/plans` with {"intent": "make the villain scarier"}' in (
+            unroutable["reason"]
+        )
 
 
 def test_the_server_resumes_unfinished_runs_when_it_starts(workspace: Path) -> None:
