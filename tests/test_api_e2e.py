@@ -223,9 +223,8 @@ def test_recipes_and_routing_over_http(workspace: Path) -> None:
         # An HTTP client is told how to plan unroutable work over HTTP, not only the CLI.
         unroutable = client.post("/api/route", json={"task": "make the villain scarier"}).json()
         assert unroutable["routable"] is False
-        assert 'POST /api/plans` with {"intent": "make the villain scarier"}' in (
-            unroutable["reason"]
-        )
+        plan_over_http = 'POST /api/plans` with {"intent": "make the villain scarier"}'
+        assert plan_over_http in unroutable["reason"]
 
 
 def test_the_server_resumes_unfinished_runs_when_it_starts(workspace: Path) -> None:

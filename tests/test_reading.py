@@ -702,7 +702,7 @@ def test_the_blind_batteries_read_no_worse_than_measured() -> None:
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    floors = {"battery-1": (0.6, 0.45), "battery-2": (0.4, 0.33), "plants-1": (0.65, 0.5)}
+    floors = {"battery-1": (0.65, 0.5), "battery-2": (0.45, 0.35), "plants-1": (0.7, 0.55)}
     for name, (dev_floor, held_out_floor) in floors.items():
         path = REPO / "bench" / "sentences" / f"{name}.jsonl"
         items = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -832,3 +832,56 @@ def test_a_whole_book_check_says_what_it_could_not_check_and_reads_the_text_agai
     written = (root / "control-room-reports" / "corrections.md").read_text()
     assert "change 'golden' to 'black' (Alice's hair as Chapters/01.md:3 gives it)" in written
     assert f"## Not checked\n- {unread}" in written
+
+
+def test_height_told_by_idiom_reaches_its_subject() -> None:
+    # A card that says "short" is contradicted by each way of saying tall, and the reverse.
+    tall = {
+        "Silas stood head and shoulders above every other man in the room.\n": "head and "
+        "shoulders above",
+        "Silas was a giant of a man, broad in proportion.\n": "giant of a man",
+        "Silas was a man of great stature.\n": "of great stature",
+        "Silas was of great height.\n": "of great height",
+        "Silas was a head taller than any man in the parish.\n": "head taller",
+        "Silas was taller by a head than his brother.\n": "taller by a head",
+    }
+    for said, words in tall.items():
+        assert conflicts(said, SILAS) == [f"Silas Brand:height:{words}"], said
+    short = {
+        "Martha came scarcely to his elbow.\n": "came scarcely to his elbow",
+        "Martha barely reached his shoulder.\n": "reached his shoulder",
+        "Martha was a woman of small stature.\n": "of small stature",
+        "Martha was of rather less than the middle height.\n": "less than the middle height",
+    }
+    for said, words in short.items():
+        assert conflicts(said, MARTHA) == [f"Martha Quill:height:{words}"], said
+
+
+def test_height_idioms_are_read_only_whole_and_of_a_person() -> None:
+    for said in (
+        "Silas came up to his shoulder and tapped it.\n",  # a walk, not a measure
+        "Silas reached his shoulder and laid a hand upon it.\n",
+        "The water came up to Silas's waist.\n",
+        "The tower was of great height, and Silas looked up at it.\n",
+        "Silas was a man of great ability.\n",
+        "Silas was not a man of great stature.\n",
+        "Silas was a giant of industry.\n",
+        "Silas's horse was a giant of a beast.\n",
+        "Silas had more than the common share of sense.\n",
+    ):
+        assert conflicts(said, SILAS) == [], said
+
+
+def test_a_hand_or_arm_used_by_habit_and_had_always_been() -> None:
+    assert conflicts("Silas had always been left-handed.\n", SILAS) == [
+        "Silas Brand:handedness:left-handed"
+    ]
+    assert conflicts("Silas threw with his left arm, as he always did.\n", SILAS) == [
+        "Silas Brand:handedness:left arm, by habit"
+    ]
+    assert conflicts("Silas held his hat in his left hand, as usual.\n", SILAS) == []
+
+
+def test_a_shade_before_a_colour_after_of_that_is_the_colour() -> None:
+    said = "Martha's hair was of that dark red which is almost brown.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:hair:red"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -130,10 +130,34 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: Height said by idiom rather than by an adjective (`_Context._height_idiom`).
+#: "of great height", "a man of small stature": what an adjective before a stature noun
+#: after "of" says.
+_STATURE_ADJECTIVES = {
+    **dict.fromkeys(
+        "great unusual uncommon considerable remarkable lofty gigantic extraordinary "
+        "immense goodly".split(),
+        "tall",
+    ),
+    **dict.fromkeys("low small short little diminutive dwarfish stunted puny".split(), "short"),
+}
+#: "came scarcely to his shoulder": where a shorter person's head comes on a taller one.
+_REACHED_PARTS = frozenset("shoulder shoulders chin waist breast chest armpit elbow".split())
+_COMING = frozenset("came come comes coming".split())
+_REACHING = frozenset("reached reach reaches reaching".split())
+#: Words that make coming up to a part a measure of stature, not a walk towards it.
+_BARELY = frozenset("scarcely barely hardly only just not much above no higher".split())
+#: "a giant of a man", "a dwarf of a fellow".
+_SIZE_NOUNS = {"giant": "tall", "dwarf": "short"}
+#: "less than the middle height", "more than the common size".
+_LESS_MORE = {"less": "short", "more": "tall"}
 #: Words that may follow an adverb closing its deed: "cut the bread left-handed, as …".
 _AFTER_A_DEED = frozenset("and as like with when because for".split())
 #: Words that make a hand's use a habit: "as always", "for he used no other".
-_HABITUAL = frozenset("always ever invariably habitually habit wont naturally other".split())
+_HABITUAL = frozenset(
+    "always ever invariably habitually habit wont naturally other custom trick favoured "
+    "favored preferred".split()
+)
 _HABIT_WORDS = 8
 #: Why someone may use the other hand for once.
 _HURT = frozenset("sling hurt injured wounded broken bandaged lame sprained".split())
@@ -475,6 +499,9 @@ class _Context:
         tok = tokens[i]
         if not self._plain(tok):
             return []
+        idiom = self._height_idiom(tokens, i)
+        if idiom:
+            return idiom
         if tok.low in _RELATIVE_HEIGHT and i + 3 < len(tokens):
             norm, noun = tokens[i + 2], tokens[i + 3]
             if (
@@ -501,11 +528,165 @@ class _Context:
                 ]
         if tok.low in _GREYING_VERBS and i + 1 < len(tokens):
             return self._greying(tokens, i)
-        if tok.low == "hand" and i > 1 and tokens[i - 1].low in ("left", "right"):
+        if tok.low in ("hand", "arm") and i > 1 and tokens[i - 1].low in ("left", "right"):
             return self._habitual_hand(tokens, i - 1, tokens[i])
         if tok.low in _FEATURE_PRONOUNS and i + 1 < len(tokens) and tokens[i + 1].low in _COPULAS:
             return self._feature_pronoun(tokens, i)
         return []
+
+    def _height_idiom(self, tokens: list[_Tok], i: int) -> list[_Found]:
+        """Height told by idiom: "of great stature", "a man of small stature", "less than
+        the middle size", "stood head and shoulders above the rest", "a head taller than",
+        "came scarcely to his shoulder", "a giant of a man". Each is read only whole, and
+        only where its subject is plain."""
+        tok = tokens[i]
+        spoken = inside(self.quotes, tok.start)
+
+        def words(at: int, count: int) -> list[str] | None:
+            if at + count > len(tokens) or not all(
+                self._gap_ok(tokens[n], tokens[n + 1]) for n in range(at, at + count - 1)
+            ):
+                return None
+            return [t.low for t in tokens[at : at + count]]
+
+        def found(owner: str | None, value: str, last: int) -> list[_Found]:
+            if owner is None:
+                return []
+            return [(owner, HEIGHT, " ".join(t.low for t in tokens[i : last + 1]),
+                     frozenset({value}), tok.start, tok.start, tokens[last].end)]  # fmt: skip
+
+        if tok.low == "of":
+            # "was of great height", "a man of small stature"
+            phrase = words(i + 1, 2)
+            if phrase is None or phrase[0] not in _STATURE_ADJECTIVES:
+                return []
+            if phrase[1] != "stature" and not (phrase[1] == "height" and i):
+                return []
+            value = _STATURE_ADJECTIVES[phrase[0]]
+            before = tokens[i - 1] if i else None
+            if before is not None and before.low in _COPULAS and self._gap_ok(before, tok):
+                owner, negated = self._subject_of(tokens, i + 1, idiom=True)
+                return [] if negated else found(owner, value, i + 2)
+            return self._noun_of_phrase(tokens, i, value, found)
+        if tok.low in _LESS_MORE and words(i, 5) is not None:
+            phrase = words(i, 5) or []
+            if (
+                phrase[1:3] == ["than", "the"]
+                and phrase[3] in _HEIGHT_NORMS
+                and phrase[4] in STATURE_NOUNS
+            ):
+                owner, negated = self._subject_of(tokens, i, idiom=True)
+                return [] if negated else found(owner, _LESS_MORE[tok.low], i + 4)
+            return []
+        if tok.low == "head" and i:
+            phrase = words(i, 4)
+            if (
+                phrase
+                and phrase[1:3] in (["and", "shoulders"], ["and", "shoulder"])
+                and phrase[3] in ("above", "over", "taller", "higher")
+            ):
+                # "stood head and shoulders above every other man"
+                return found(self._clause_subject(tokens, i, spoken), "tall", i + 3)
+            if tokens[i - 1].low == "a" and (words(i, 2) or [""])[-1] == "taller":
+                # "was a head taller than any man in the parish"
+                return found(self._clause_subject(tokens, i - 1, spoken), "tall", i + 1)
+            return []
+        if tok.low == "taller" and words(i, 4) in (["taller", "by", "a", "head"],):
+            return found(self._clause_subject(tokens, i, spoken), "tall", i + 3)
+        if tok.low in _COMING or tok.low in _REACHING:
+            return self._reached_up_to(tokens, i, found, spoken)
+        if tok.low in _SIZE_NOUNS:
+            # "a giant of a man", "a lean giant of a fellow"
+            phrase = words(i, 4)
+            if not phrase or phrase[1] != "of" or phrase[2] not in ("a", "an"):
+                return []
+            if phrase[3] not in _PERSON_NOUNS:
+                return []
+            article = i - 1
+            while article >= 0 and i - article <= 3 and tokens[article].low not in ("a", "an"):
+                if not self._plain(tokens[article]) or tokens[article].low in (
+                    _PHRASE_MODIFIER_BLOCKERS
+                ):
+                    return []
+                article -= 1
+            if article < 0 or tokens[article].low not in ("a", "an"):
+                return []
+            owner, negated = self._subject_of(tokens, article, idiom=True)
+            return [] if negated else found(owner, _SIZE_NOUNS[tok.low], i + 3)
+        return []
+
+    def _noun_of_phrase(
+        self,
+        tokens: list[_Tok],
+        of_at: int,
+        value: str,
+        found: Callable[[str | None, str, int], list[_Found]],
+    ) -> list[_Found]:
+        """ "a man of small stature": the person noun before "of", its article, and whoever
+        that noun phrase is said of ("Vance was a man …", "Vance, a man …")."""
+        if of_at < 2 or tokens[of_at - 1].low not in _PERSON_NOUNS:
+            return []
+        article = of_at - 2
+        while article >= 0 and of_at - article <= 4 and tokens[article].low not in ("a", "an"):
+            if not self._plain(tokens[article]) or tokens[article].low in _PHRASE_MODIFIER_BLOCKERS:
+                return []
+            article -= 1
+        if article < 0 or tokens[article].low not in ("a", "an"):
+            return []
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(article, of_at)):
+            return []
+        owner, negated = self._subject_of(tokens, article, idiom=True)
+        return [] if negated else found(owner, value, of_at + 2)
+
+    def _reached_up_to(
+        self,
+        tokens: list[_Tok],
+        i: int,
+        found: Callable[[str | None, str, int], list[_Found]],
+        spoken: bool,
+    ) -> list[_Found]:
+        """ "Minnie came scarcely to his elbow", "she barely reached his shoulder", "her
+        head came up to his chin": someone shorter than another. Coming up to a shoulder
+        with no word of measure is still read when the part closes the clause ("came up to
+        his shoulder."); reaching always needs one ("reached his shoulder" may be a hand)."""
+        k = i + 1
+        measured = False
+        while k < len(tokens) and tokens[k].low in _BARELY | {"up", "than"}:
+            measured = measured or tokens[k].low in _BARELY
+            k += 1
+        if k < len(tokens) and tokens[k].low == "to":
+            k += 1
+        elif tokens[i].low in _COMING:
+            return []
+        named = self._mention_at(tokens[k]) if k < len(tokens) else None
+        while named and k + 1 < len(tokens) and self._mention_at(tokens[k + 1]) == named:
+            k += 1  # "came up to Captain Rennick's shoulder": the whole name
+        if k + 1 >= len(tokens):
+            return []
+        owner_word, part = tokens[k], tokens[k + 1]
+        if part.low not in _REACHED_PARTS:
+            return []
+        if not (owner_word.low in _ATTRIBUTIVE_POSSESSIVES or owner_word.low in ("their", "the")
+                or owner_word.low.endswith(("'s", "’s"))):  # fmt: skip
+            return []
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i, k + 1)):
+            return []
+        measured = measured or (i > 0 and tokens[i - 1].low in _BARELY)
+        after = tokens[k + 2] if k + 2 < len(tokens) else None
+        gap = self.text[part.end : after.start] if after is not None else "."
+        closes = after is None or bool(_CLAUSE_BREAK.search(gap)) or "," in gap
+        if not measured and (tokens[i].low in _REACHING or part.low == "elbow" or not closes):
+            return []
+        subject_at = i
+        if i > 1 and tokens[i - 1].low in _BARELY:
+            subject_at = i - 1
+        if subject_at > 1 and tokens[subject_at - 1].low == "head":
+            # "her head scarcely came up to his shoulder"
+            own = tokens[subject_at - 2]
+            if own.low not in _ATTRIBUTIVE_POSSESSIVES:
+                return []
+            return found(self._possessor(own, spoken), "short", k + 1)
+        return found(self._clause_subject(tokens, subject_at, spoken), "short", k + 1)
 
     def _feature_pronoun(self, tokens: list[_Tok], i: int) -> list[_Found]:
         """ "her hair was cut short like a boy's, and that it was a bright, unmistakable
@@ -693,7 +874,7 @@ class _Context:
         owner = self._possessor(own, inside(self.quotes, own.start))
         if owner is None:
             return []
-        words = f"{side.low} hand, by habit"
+        words = f"{side.low} {last.low}, by habit"
         return [(owner, HANDEDNESS, words, frozenset({side.low}), side.start, own.start, last.end)]
 
     def _doer(self, tokens: list[_Tok], i: int, *, ending: bool = True) -> str | None:
@@ -1026,7 +1207,15 @@ class _Context:
             if not self._gap_ok(tokens[n - 1], tokens[n]) or not self._plain(tokens[n]):
                 return []
             if kind.classes(tokens[n].low):
-                return self._value_words([tokens[n]], kind)
+                # the whole run: "of that dark red which is almost brown" is red, not dark
+                end = n + 1
+                while (
+                    end < len(tokens)
+                    and kind.classes(tokens[end].low)
+                    and self._gap_ok(tokens[end - 1], tokens[end])
+                ):
+                    end += 1
+                return self._value_words(tokens[n:end], kind)
             if tokens[n].low in _PHRASE_MODIFIER_BLOCKERS:
                 return []
         return []
@@ -1282,12 +1471,18 @@ class _Context:
             k -= 1
         return None
 
-    def _subject_of(self, tokens: list[_Tok], i: int) -> tuple[str | None, bool]:
+    def _subject_of(
+        self, tokens: list[_Tok], i: int, *, idiom: bool = False
+    ) -> tuple[str | None, bool]:
         """Who a predicate word describes, and whether it is negated: "Basil was tall",
         "Basil, a tall man", "the tall Basil", "he was left-handed", "I was very little",
-        "he seemed to me a tall gentleman", "You're not grown so very tall, Miss Jane"."""
+        "he seemed to me a tall gentleman", "You're not grown so very tall, Miss Jane".
+        With `idiom`, `tokens[i]` opens a phrase read whole ("less than the middle
+        height", "a giant of a man"): what follows it is the phrase's own."""
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
         superlative_of = nxt is not None and nxt.low == "of" and tokens[i].low in _SUPERLATIVES
+        if idiom:
+            nxt = None
         if (
             nxt is not None
             and nxt.low in ("of", "with", "by", "to", "in", "on", "than")
@@ -1392,7 +1587,7 @@ class _Context:
                 attributive = False
             elif word.low in _ADVERBS or word.low in _SUBJECT_WALK_WORDS:
                 pass
-            elif tokens[j + 1].low == "been" and (
+            elif self._been_after(tokens, j) and (
                 word.low in ("have", "has") or (word.low == "had" and tokens[i].low in _HANDS)
             ):
                 # "for I have been left-handed from a child"; "had been small" may be
@@ -1424,6 +1619,14 @@ class _Context:
                 return None, False
             j -= 1
         return None, False
+
+    @staticmethod
+    def _been_after(tokens: list[_Tok], j: int) -> bool:
+        """Whether "been" follows `tokens[j]`, past adverbs: "had (always) been"."""
+        k = j + 1
+        while k < len(tokens) and tokens[k].low in _ADVERBS:
+            k += 1
+        return k < len(tokens) and tokens[k].low == "been"
 
     def _named_before_apposition(self, tokens: list[_Tok], j: int) -> str | None:
         """ "Lady Constance, the elder, was tall": a short apposition between commas,
