@@ -464,6 +464,7 @@ MARTHA = "# Martha Quill\n- **Aliases:** Martha\n- **Pronouns:** she\n- **Eyes:*
 MARTHA += "- **Hair:** fair\n- **Height:** tall\n- **Handedness:** right-handed\n"
 SILAS = "# Silas Brand\n- **Aliases:** Silas, Mr. Brand\n- **Pronouns:** he\n- **Height:** short\n"
 SILAS += "- **Hair:** grey\n- **Handedness:** right-handed\n"
+SILAS_BLACK = SILAS.replace("**Hair:** grey", "**Hair:** black")
 
 
 def test_a_second_feature_after_and_shares_the_first_ones_owner() -> None:
@@ -885,3 +886,29 @@ def test_a_hand_or_arm_used_by_habit_and_had_always_been() -> None:
 def test_a_shade_before_a_colour_after_of_that_is_the_colour() -> None:
     said = "Martha's hair was of that dark red which is almost brown.\n"
     assert conflicts(said, MARTHA) == ["Martha Quill:hair:red"]
+
+
+def test_a_feature_had_from_kin_and_a_coloured_head_are_the_persons_own() -> None:
+    assert conflicts("Martha has her father's grey eyes.\n", MARTHA) == ["Martha Quill:eyes:grey"]
+    assert conflicts("Martha looked into her father's grey eyes.\n", MARTHA) == []
+    assert conflicts("Silas bowed his white head.\n", SILAS_BLACK) == ["Silas Brand:hair:white"]
+    assert conflicts("Silas shook his head.\n", SILAS_BLACK) == []
+    assert conflicts("Silas struck the red head of the match.\n", SILAS_BLACK) == []
+
+
+def test_a_person_comes_up_to_a_shoulder_their_hair_or_hand_does_not() -> None:
+    for said in (
+        "Martha's hair came to her waist.\n",
+        "Martha's hand came up to her chin.\n",
+        "The water came up to Martha's waist.\n",
+        "Martha came up to his shoulder, and laid her hand on it.\n",
+    ):
+        assert conflicts(said, MARTHA) == [], said
+    assert conflicts("Martha came up to his shoulder.\n", MARTHA) == [
+        "Martha Quill:height:came up to his shoulder"
+    ]
+
+
+def test_a_state_a_relative_clause_puts_in_the_past_is_not_the_present_one() -> None:
+    said = "Silas's hair, which had once been black, was now quite white.\n"
+    assert conflicts(said, SILAS_BLACK) == ["Silas Brand:hair:white"]

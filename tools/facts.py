@@ -130,6 +130,15 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: Kin a feature is had from: "Tom has his father's brown eyes".
+_KIN = frozenset(
+    "father mother brother sister uncle aunt grandfather grandmother papa mamma mama family".split()
+)
+_HAVING = frozenset("has had have having inherited got".split())
+#: Colours a head takes from its hair before the noun: "his grizzled head".
+_HEAD_HAIR_COLOURS = _HEAD_COLOURS - {"tow", "yellow"} | {"grizzled", "hoary", "golden", "auburn"}
+#: Words that put a state in the past: "which had once been black".
+_FORMERLY = frozenset("once formerly originally then".split())
 #: Height said by idiom rather than by an adjective (`_Context._height_idiom`).
 #: "of great height", "a man of small stature": what an adjective before a stature noun
 #: after "of" says.
@@ -457,6 +466,10 @@ class _Context:
                     out.append((owner, compound, tok.low, classes, tok.start, tok.start, tok.end))
             elif tok.low.endswith("-headed") and self._plain(tok):
                 out.extend(self._headed(tokens, i))
+            elif tok.low == "head" and i > 1:
+                head = self._coloured_head(tokens, i)
+                if head is not None:
+                    out.append(head)
             predicate = PREDICATE_WORDS.get(tok.low)
             if (
                 predicate is not None
@@ -674,19 +687,35 @@ class _Context:
         measured = measured or (i > 0 and tokens[i - 1].low in _BARELY)
         after = tokens[k + 2] if k + 2 < len(tokens) else None
         gap = self.text[part.end : after.start] if after is not None else "."
-        closes = after is None or bool(_CLAUSE_BREAK.search(gap)) or "," in gap
+        # without a word of measure, only where the sentence or clause ends there:
+        # "came up to his shoulder, and tapped it" is a walk
+        closes = after is None or bool(re.search(r"[.;!?]", gap))
         if not measured and (tokens[i].low in _REACHING or part.low == "elbow" or not closes):
             return []
         subject_at = i
         if i > 1 and tokens[i - 1].low in _BARELY:
             subject_at = i - 1
-        if subject_at > 1 and tokens[subject_at - 1].low == "head":
+        if subject_at < 1:
+            return []
+        doer = tokens[subject_at - 1]
+        if doer.low == "head" and subject_at > 1:
             # "her head scarcely came up to his shoulder"
             own = tokens[subject_at - 2]
             if own.low not in _ATTRIBUTIVE_POSSESSIVES:
                 return []
-            return found(self._possessor(own, spoken), "short", k + 1)
-        return found(self._clause_subject(tokens, subject_at, spoken), "short", k + 1)
+            owner = self._possessor(own, spoken)
+        elif self._mention_at(doer) or doer.low in ("he", "she", "i", "you", "who"):
+            # a person comes up to the part, not their hair, hand or the water
+            owner = self._clause_subject(tokens, subject_at, spoken)
+        else:
+            return []
+        if (
+            owner is not None
+            and owner_word.low in _ATTRIBUTIVE_POSSESSIVES | {"their"}
+            and self._possessor(owner_word, spoken) == owner
+        ):
+            return []  # "came to her own chin": nobody's height
+        return found(owner, "short", k + 1)
 
     def _feature_pronoun(self, tokens: list[_Tok], i: int) -> list[_Found]:
         """ "her hair was cut short like a boy's, and that it was a bright, unmistakable
@@ -1073,6 +1102,22 @@ class _Context:
             )
             if verb is None:
                 return []
+            if tokens[verb - 1].low == "had" or any(
+                t.low in _FORMERLY for t in tokens[k + 1 : verb]
+            ):
+                # "hair, which had once been black, was now quite white": a state the
+                # clause says is past, not what the hair is; the verb after it tells that
+                main = next(
+                    (
+                        n
+                        for n in range(verb + 1, min(verb + _RELATIVE_WORDS, len(tokens)))
+                        if "," in self.text[tokens[n - 1].end : tokens[n].start]
+                    ),
+                    None,
+                )
+                if main is None or tokens[main].low not in _COPULAS:
+                    return []
+                verb = main
             k = verb
         if self._simile_at(tokens, k, kind) and self._gap_ok(tokens[k - 1], tokens[k]):
             return [tokens[k + 1]]  # "eyes as blue as the sea"
@@ -1250,13 +1295,52 @@ class _Context:
             return self.voices.second_person(tok.start)
         return None
 
+    def _inherited(self, tokens: list[_Tok], kin_at: int, spoken: bool) -> str | None:
+        """ "Tom has his father's brown eyes", "she had her mother's red hair": a feature
+        someone has from kin is theirs too. Only with "has"/"had" and a possessive before the
+        kin, so "his father's brown eyes were closed" stays the father's."""
+        kin = tokens[kin_at].low.rsplit("'", 1)[0]
+        if kin not in _KIN or kin_at < 2:
+            return None
+        own, verb = tokens[kin_at - 1], tokens[kin_at - 2]
+        if own.low not in _ATTRIBUTIVE_POSSESSIVES or verb.low not in _HAVING:
+            return None
+        if not self._gap_ok(verb, own) or not self._gap_ok(own, tokens[kin_at]):
+            return None
+        subject = self._clause_subject(tokens, kin_at - 2, spoken)
+        # the possessive must be the subject's own: "she had her mother's eyes"
+        return subject if subject is not None and subject == self._possessor(own, spoken) else None
+
+    def _coloured_head(self, tokens: list[_Tok], i: int) -> _Found | None:
+        """ "his grizzled head", "Jem had got his red head from nobody knew where": a
+        colour before a person's head is the hair's. Only before the noun (never "his head
+        was light"), and only with a possessive or a name's."""
+        value = tokens[i - 1]
+        if value.low not in _HEAD_HAIR_COLOURS or not self._plain(value):
+            return None
+        if not self._gap_ok(value, tokens[i]) or i < 2:
+            return None
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if after is not None and after.low == "of" and self._gap_ok(tokens[i], after):
+            return None  # "the red head of the match"
+        owner = self._owner_of(tokens, i - 1, i)
+        before = tokens[i - 2]
+        if owner is None or not (
+            before.low in _ATTRIBUTIVE_POSSESSIVES or before.low.endswith("'s")
+        ):
+            return None
+        classes = HAIR.classes(value.low)
+        if not classes:
+            return None
+        return (owner, HAIR, value.low, classes, value.start, before.start, tokens[i].end)
+
     def _owner_of(self, tokens: list[_Tok], start: int, cue: int) -> str | None:
         spoken = inside(self.quotes, tokens[start].start)
         if start > 0:
             prev = tokens[start - 1]
             if self._gap_ok(prev, tokens[start]):
                 if prev.low.endswith("'s") and prev.low not in _SUBJECT_COPULAS:
-                    return self._mention_at(prev)
+                    return self._mention_at(prev) or self._inherited(tokens, start - 1, spoken)
                 if prev.low in FIRST_PERSON or prev.low in SECOND_PERSON:
                     return self._person(prev)
                 if prev.low in _POSSESSIVES:
