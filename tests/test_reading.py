@@ -912,3 +912,20 @@ def test_a_person_comes_up_to_a_shoulder_their_hair_or_hand_does_not() -> None:
 def test_a_state_a_relative_clause_puts_in_the_past_is_not_the_present_one() -> None:
     said = "Silas's hair, which had once been black, was now quite white.\n"
     assert conflicts(said, SILAS_BLACK) == ["Silas Brand:hair:white"]
+
+
+def test_a_shade_superlative_value_noun_or_simile_in_apposition_state_the_value() -> None:
+    assert conflicts("Martha's hair was light brown.\n", MARTHA) == ["Martha Quill:hair:brown"]
+    assert conflicts("Martha had the blackest hair in the parish.\n", MARTHA) == [
+        "Martha Quill:hair:blackest"
+    ]
+    assert conflicts("Martha was a brunette.\n", MARTHA) == ["Martha Quill:hair:brunette"]
+    assert conflicts("Martha's eyes, blue as the sky, met his.\n", MARTHA) == [
+        "Martha Quill:eyes:blue"
+    ]
+    assert conflicts("Martha had the darkest hour of her life.\n", MARTHA) == []
+
+
+def test_a_names_possessive_before_a_noun_is_not_the_clauses_subject() -> None:
+    assert conflicts("Martha's brother had blue eyes.\n", MARTHA) == []
+    assert conflicts("Martha's baby had the bluest eyes in the parish.\n", MARTHA) == []

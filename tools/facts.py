@@ -1019,7 +1019,11 @@ class _Context:
             shade = self._shade_of(tokens, i, kind)
             if shade is not None:
                 return shade
-            after = self._predicate_after(tokens, i, kind) or self._aside_value(tokens, i, kind)
+            after = (
+                self._predicate_after(tokens, i, kind)
+                or self._aside_value(tokens, i, kind)
+                or self._simile_in_apposition(tokens, i, kind)
+            )
             if not after:
                 return None
             # "his own close-cropped hair was as red as a fox": whose hair is read from
@@ -1187,6 +1191,8 @@ class _Context:
         while k < len(tokens) and self._gap_ok(tokens[k - 1], tokens[k]):
             if kind.classes(tokens[k].low):
                 run.append(tokens[k])
+            elif tokens[k].low in _SHADES and not run:
+                pass  # "hair was light brown": a shade that is no value of its own
             elif tokens[k].low != "and" or not run:
                 break
             k += 1
@@ -1200,6 +1206,17 @@ class _Context:
             if after is not None and not closed and after.low not in ("that", "which"):
                 return []  # "eyes of the light hazel that is seen in sailors' faces" closes
         return self._value_words(run, kind)
+
+    def _simile_in_apposition(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
+        """ "her eyes, blue as the summer sky, met his": a simile set off by a comma after
+        the noun states its value."""
+        k = i + 1
+        if k + 2 >= len(tokens) or "," not in self.text[tokens[i].end : tokens[k].start]:
+            return []
+        value, as_word = tokens[k], tokens[k + 1]
+        if as_word.low != "as" or not kind.classes(value.low) or not self._plain(value):
+            return []
+        return [value] if self._gap_ok(value, as_word) else []
 
     def _aside_value(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
         """ "her eyes—large, grave, and of the clearest grey—", "the hair—black, coarse, and
@@ -1350,6 +1367,15 @@ class _Context:
                     return self._resolve(gender, prev.start)
                 if prev.low in _SUBJECT_LINKS:
                     return self._clause_subject(tokens, start - 1, spoken)
+                if (
+                    prev.low == "the"
+                    and tokens[start].low.endswith("est")
+                    and start > 1
+                    and tokens[start - 2].low in _SUBJECT_LINKS
+                    and self._gap_ok(tokens[start - 2], prev)
+                ):
+                    # "Minnie had the bluest eyes in the county"
+                    return self._clause_subject(tokens, start - 2, spoken)
                 if prev.low == "and":
                     shared = self._shared_possessive(tokens, start - 1, cue, spoken)
                     before_and = tokens[start - 2] if start > 1 else None
@@ -1495,6 +1521,8 @@ class _Context:
                 return self._resolve(gender, tokens[j].start)
             entity = self._mention_at(tokens[j])
             if entity:
+                if tokens[j].low.endswith("'s") and j + 1 < at and self._plain(tokens[j + 1]):
+                    return None  # "Mrs. Orchard's baby had blue eyes": the baby's
                 return entity
             if tokens[j].low in ("i", "you"):
                 return self._person(tokens[j])

@@ -111,6 +111,14 @@ EYES = FactKind(
             "violet": "violet",
             "purple": "violet",
             "lavender": "violet",
+            # "the bluest eyes in the county"
+            "bluest": "blue",
+            "greyest": "grey",
+            "grayest": "grey",
+            "blackest": "black",
+            "brownest": "brown",
+            "greenest": "green",
+            "darkest": "black brown",
         }
     ),
     ("eyed",),
@@ -129,6 +137,11 @@ HAIR = FactKind(
             "chestnut": "brown",
             "brunette": "brown",
             "mousy": "brown",
+            # "the blackest hair", "the reddest hair in the parish"
+            "blackest": "black",
+            "darkest": "black brown",
+            "reddest": "red",
+            "whitest": "grey",
             "mouse": "brown",
             "auburn": "red brown",
             "blond": "blond",
@@ -235,6 +248,10 @@ PREDICATE_WORDS: dict[str, FactKind] = {
     "left-hander": HANDEDNESS,
     "right-hander": HANDEDNESS,
     "ambidextrous": HANDEDNESS,
+    # "Minnie was a brunette", "Lady Constance, a blonde,"; never "fair" or "dark", which
+    # are as often the skin
+    "brunette": HAIR,
+    "blonde": HAIR,
     "tall": HEIGHT,
     "tallest": HEIGHT,
     "shortest": HEIGHT,
@@ -309,6 +326,8 @@ def checkability(attribute: str, value: str) -> tuple[FactKind | None, str]:
         checkable = ", ".join(sorted({k.attribute for k in KINDS}))
         return None, reason or f"no check for '{attribute}' (checkable: {checkable})"
     if not kind.classes(value):
-        known = ", ".join(sorted(w for w in kind.values if "-" not in w)[:12])
+        # the words a card would use: no compounds, no superlatives ("bluest")
+        card_words = (w for w in kind.values if "-" not in w and not w.endswith("est"))
+        known = ", ".join(sorted(card_words)[:12])
         return None, f"value '{value}' is not in the {kind.attribute} vocabulary ({known}, ...)"
     return kind, "checked"
