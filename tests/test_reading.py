@@ -929,3 +929,11 @@ def test_a_shade_superlative_value_noun_or_simile_in_apposition_state_the_value(
 def test_a_names_possessive_before_a_noun_is_not_the_clauses_subject() -> None:
     assert conflicts("Martha's brother had blue eyes.\n", MARTHA) == []
     assert conflicts("Martha's baby had the bluest eyes in the parish.\n", MARTHA) == []
+
+
+def test_a_small_grown_person_past_other_adjectives_and_an_aside_before_the_verb() -> None:
+    assert conflicts("Martha was a small, neat woman.\n", MARTHA) == ["Martha Quill:height:small"]
+    assert conflicts("Martha lived in a small, neat house.\n", MARTHA) == []
+    assert conflicts("Martha, I should say, was of a smallish stature.\n", MARTHA) == [
+        "Martha Quill:height:of a smallish stature"
+    ]

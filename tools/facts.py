@@ -148,7 +148,9 @@ _STATURE_ADJECTIVES = {
         "immense goodly".split(),
         "tall",
     ),
-    **dict.fromkeys("low small short little diminutive dwarfish stunted puny".split(), "short"),
+    **dict.fromkeys(
+        "low small smallish short little diminutive dwarfish stunted puny".split(), "short"
+    ),
 }
 #: "came scarcely to his shoulder": where a shorter person's head comes on a taller one.
 _REACHED_PARTS = frozenset("shoulder shoulders chin waist breast chest armpit elbow".split())
@@ -218,7 +220,7 @@ _SUBJECT_REACH = 8
 #: A teller's asides between commas, passed over on the way back to a subject.
 _ASIDE_WORDS_SET = frozenset(
     "in fact indeed perhaps i think believe suppose fancy dare say am must confess own it "
-    "seems is true".split()
+    "seems is true should would".split()
 )
 _ASIDE_WORDS_MAX = 5
 #: How far an opening participle's phrase may run before its subject: "Being but five feet
@@ -569,8 +571,9 @@ class _Context:
                      frozenset({value}), tok.start, tok.start, tokens[last].end)]  # fmt: skip
 
         if tok.low == "of":
-            # "was of great height", "a man of small stature"
-            phrase = words(i + 1, 2)
+            # "was of great height", "a man of small stature", "of a smallish stature"
+            at = i + 2 if i + 1 < len(tokens) and tokens[i + 1].low in ("a", "an") else i + 1
+            phrase = words(at, 2)
             if phrase is None or phrase[0] not in _STATURE_ADJECTIVES:
                 return []
             if phrase[1] != "stature" and not (phrase[1] == "height" and i):
@@ -578,9 +581,9 @@ class _Context:
             value = _STATURE_ADJECTIVES[phrase[0]]
             before = tokens[i - 1] if i else None
             if before is not None and before.low in _COPULAS and self._gap_ok(before, tok):
-                owner, negated = self._subject_of(tokens, i + 1, idiom=True)
-                return [] if negated else found(owner, value, i + 2)
-            return self._noun_of_phrase(tokens, i, value, found)
+                owner, negated = self._subject_of(tokens, at, idiom=True)
+                return [] if negated else found(owner, value, at + 1)
+            return self._noun_of_phrase(tokens, i, value, found, at + 1)
         if tok.low in _LESS_MORE and words(i, 5) is not None:
             phrase = words(i, 5) or []
             if (
@@ -634,9 +637,11 @@ class _Context:
         of_at: int,
         value: str,
         found: Callable[[str | None, str, int], list[_Found]],
+        last: int,
     ) -> list[_Found]:
         """ "a man of small stature": the person noun before "of", its article, and whoever
-        that noun phrase is said of ("Vance was a man …", "Vance, a man …")."""
+        that noun phrase is said of ("Vance was a man …", "Vance, a man …"); the phrase
+        ends at `last`."""
         if of_at < 2 or tokens[of_at - 1].low not in _PERSON_NOUNS:
             return []
         article = of_at - 2
@@ -649,7 +654,7 @@ class _Context:
         if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(article, of_at)):
             return []
         owner, negated = self._subject_of(tokens, article, idiom=True)
-        return [] if negated else found(owner, value, of_at + 2)
+        return [] if negated else found(owner, value, last)
 
     def _reached_up_to(
         self,
@@ -979,7 +984,11 @@ class _Context:
                 and self._noun_after(tokens, i) in _GROWN_NOUNS
             )
         else:
-            before_noun = nxt is not None and nxt.low in _PERSON_NOUNS
+            # "a small man", and "a small, quick man", "a small old woman": a grown
+            # person's noun may follow other adjectives ("a small boy" must be next to it)
+            before_noun = nxt is not None and (
+                nxt.low in _PERSON_NOUNS or self._noun_after(tokens, i) in _GROWN_NOUNS
+            )
         if i and tokens[i - 1].low in ("a", "an") and not before_noun:
             return False  # "a little surprised", "a small room"
         if nxt is None or not self._gap_ok(tokens[i], nxt):
