@@ -111,7 +111,8 @@ def score_plants(items: list[dict[str, Any]], verbose: bool) -> tuple[Counter[st
     casts: dict[str, Cast] = {}
     for item in items:
         cast = casts.setdefault(item["novel"], plant_cast(item["novel"]))
-        narrator = PLANT_NARRATORS.get(item["novel"])
+        # a line may name its narrator (plants-2 does); else the novel's, if any
+        narrator = item["narrator"] if "narrator" in item else PLANT_NARRATORS.get(item["novel"])
         fact = {"person": item["person"], "kind": item["kind"], "value": item["value"]}
         published = {
             (s.entity, s.kind.attribute, s.classes)

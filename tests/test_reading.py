@@ -465,6 +465,9 @@ MARTHA += "- **Hair:** fair\n- **Height:** tall\n- **Handedness:** right-handed\
 SILAS = "# Silas Brand\n- **Aliases:** Silas, Mr. Brand\n- **Pronouns:** he\n- **Height:** short\n"
 SILAS += "- **Hair:** grey\n- **Handedness:** right-handed\n"
 SILAS_BLACK = SILAS.replace("**Hair:** grey", "**Hair:** black")
+SILAS_BROWN_EYES = SILAS + "- **Eyes:** brown\n"
+DAVID = "# David Grey\n- **Aliases:** David\n- **Pronouns:** he\n- **Height:** tall\n"
+MILLER = "# The Miller\n- **Aliases:** the miller\n- **Pronouns:** he\n- **Height:** tall\n"
 
 
 def test_a_second_feature_after_and_shares_the_first_ones_owner() -> None:
@@ -936,4 +939,44 @@ def test_a_small_grown_person_past_other_adjectives_and_an_aside_before_the_verb
     assert conflicts("Martha lived in a small, neat house.\n", MARTHA) == []
     assert conflicts("Martha, I should say, was of a smallish stature.\n", MARTHA) == [
         "Martha Quill:height:of a smallish stature"
+    ]
+
+
+def test_speech_in_curly_single_quotes_is_speech_and_a_word_set_off_is_not() -> None:
+    from controlroom.tools.text import quoted_spans
+
+    said = "‘Dora,’ said I, ‘you don’t mean it.’ It was Peggotty’s house, called ‘Dick’."
+    assert [said[s:e] for s, e in quoted_spans(said)] == ["‘Dora,’", "‘you don’t mean it.’"]
+    # the first-person "I" inside the speech is the speaker's, not the narrator's
+    text = "‘I know I am a silly little thing!’ said Martha.\n"
+    assert conflicts(text, MARTHA, DAVID, narrator="David Grey") == ["Martha Quill:height:little"]
+
+
+def test_a_relative_clause_or_a_possessive_between_a_name_and_its_verb_is_passed() -> None:
+    said = "Silas, who had passed the cup to Martha, was a tall, crimson man.\n"
+    assert conflicts(said, SILAS, MARTHA) == ["Silas Brand:height:tall"]
+    # whose she is is not the one described (the reader stops there: nobody, not the miller)
+    said = "Martha, the miller's great-granddaughter, a short, well-grown girl, was there.\n"
+    assert conflicts(said, MARTHA, MILLER) == []
+    said = "Silas (who was left-handed, and dangerous on that account) laughed.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:handedness:left-handed"]
+
+
+def test_a_lower_case_alias_opens_a_sentence_and_a_name_without_a_card_keeps_his() -> None:
+    aunt = "# Betsey Trotwood\n- **Aliases:** my aunt\n- **Pronouns:** she\n- **Height:** short\n"
+    assert conflicts("My aunt was a tall, hard-featured lady.\n", aunt) == [
+        "Betsey Trotwood:height:tall"
+    ]
+    said = "Silas came in. So Solomon, holding his white head on one side, played on.\n"
+    assert conflicts(said, SILAS_BLACK) == []
+
+
+def test_kind_of_possessed_features_and_features_joined_before_of_a_name() -> None:
+    assert conflicts("Silas had that kind of shallow grey eye.\n", SILAS_BROWN_EYES) == [
+        "Silas Brand:eyes:grey"
+    ]
+    said = "It lurked in the narrow green eyes and compressed lips of Silas Brand.\n"
+    assert conflicts(said, SILAS_BROWN_EYES) == ["Silas Brand:eyes:green"]
+    assert conflicts("Silas was then simply a pallid man, with grey eyes.\n", SILAS_BROWN_EYES) == [
+        "Silas Brand:eyes:grey"
     ]

@@ -469,15 +469,18 @@ def _names_pattern(owner: dict[str, str]) -> re.Pattern[str] | None:
 
 def _name_pattern(name: str) -> str:
     words = [re.escape(w) for w in name.split()]
-    if words and words[0] == "the":
-        words[0] = "[Tt]he"
+    if words and words[0][:1].islower() and words[0][:1].isalpha():
+        # "the Count", "my aunt" also open a sentence: "The Count", "My aunt"
+        first = words[0]
+        words[0] = f"[{first[0]}{first[0].upper()}]{first[1:]}"
     return r"\s+".join(words)
 
 
 def canonical_name(owner: dict[str, str], found: str) -> str | None:
-    """The entity a matched name stands for, however its spaces and leading "The" run."""
+    """The entity a matched name stands for, however its spaces run and whether a
+    lower-case alias ("the Count", "my aunt") opens a sentence."""
     name = " ".join(found.split())
-    return owner.get(name) or owner.get("the" + name[3:] if name.startswith("The ") else name)
+    return owner.get(name) or owner.get(name[:1].lower() + name[1:])
 
 
 def cast_from_names(entity_names: dict[str, Sequence[str]]) -> Cast:

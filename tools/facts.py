@@ -130,11 +130,19 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: "So Solomon, holding his", "Old Solomon, in his": a name, a comma and a participle or
+#: "in"/"with" opening the phrase a pronoun stands in.
+_NAME_AND_PARTICIPLE = re.compile(r"\b([A-Z][a-z]+),\s+(?:\w+ing|in|with)\b[^,.;:!?]*$")
 #: Kin a feature is had from: "Tom has his father's brown eyes".
 _KIN = frozenset(
     "father mother brother sister uncle aunt grandfather grandmother papa mamma mama family".split()
 )
 _HAVING = frozenset("has had have having inherited got".split())
+#: People named by whose they are: "Mrs. Orchard's baby", "Jane's husband".
+_RELATIONS = frozenset(
+    "baby son sons daughter daughters wife husband child children nephew niece cousin friend "
+    "servant maid nurse sweetheart lover brothers sisters eldest youngest".split()
+)
 #: Colours a head takes from its hair before the noun: "his grizzled head".
 _HEAD_HAIR_COLOURS = _HEAD_COLOURS - {"tow", "yellow"} | {"grizzled", "hoary", "golden", "auburn"}
 #: Words that put a state in the past: "which had once been black".
@@ -1434,9 +1442,29 @@ class _Context:
                 if measure and tokens[measure - 1].low in ("a", "an", "the"):
                     measure -= 1
                 return self._owner_of(tokens, measure, cue)
+            if (
+                prev.low == "of"
+                and start > 2
+                and tokens[start - 2].low in ("kind", "sort")
+                and tokens[start - 3].low in ("a", "that", "the", "this")
+                and all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(start - 3, start))
+            ):
+                # "He had that kind of shallow grey eye"
+                return self._owner_of(tokens, start - 3, cue)
         after = cue + 1
         if after + 1 < len(tokens) and tokens[after].low == "of":
             return self._mention_at(tokens[after + 1])
+        if after < len(tokens) and tokens[after].low == "and":
+            # "the narrow slanting green eyes and compressed lips of William Dane"
+            for of_at in range(after + 2, min(after + 5, len(tokens) - 1)):
+                if not self._gap_ok(tokens[of_at - 1], tokens[of_at]):
+                    return None
+                if tokens[of_at].low == "of":
+                    return self._mention_at(tokens[of_at + 1])
+                if not self._plain(tokens[of_at]) or tokens[of_at].low in (
+                    _PHRASE_MODIFIER_BLOCKERS
+                ):
+                    return None
         return None
 
     def _listed_feature_owner(self, tokens: list[_Tok], the: int, spoken: bool) -> str | None:
@@ -1530,7 +1558,7 @@ class _Context:
                 return self._resolve(gender, tokens[j].start)
             entity = self._mention_at(tokens[j])
             if entity:
-                if tokens[j].low.endswith("'s") and j + 1 < at and self._plain(tokens[j + 1]):
+                if tokens[j].low.endswith("'s") and j + 1 < at and self._someone(tokens[j + 1]):
                     return None  # "Mrs. Orchard's baby had blue eyes": the baby's
                 return entity
             if tokens[j].low in ("i", "you"):
@@ -1542,6 +1570,13 @@ class _Context:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
             j -= 1
         return None
+
+    def _someone(self, tok: _Tok) -> bool:
+        """Whether a noun after a name's possessive is another person ("Mrs. Orchard's
+        baby", "Jane's brother"), not a part or a thing of theirs ("Jane's head")."""
+        return self._plain(tok) and (
+            tok.low in _PERSON_NOUNS or tok.low in _KIN or tok.low in _RELATIONS
+        )
 
     def _before_relative(self, tokens: list[_Tok], at: int) -> int:
         """Where a walk back from the verb at `at` to its subject starts: before a relative
@@ -1575,13 +1610,24 @@ class _Context:
             k -= 1
         return None
 
+    def _adverb(self, tok: _Tok) -> bool:
+        """A plain adverb between a verb and what it says: "then", "simply", "indeed"."""
+        word = tok.low
+        return self._plain(tok) and (
+            word in ("then", "now", "still", "indeed", "merely", "only", "just", "certainly")
+            or (word.endswith("ly") and len(word) > 4)
+        )
+
     def _predicate_article(self, tokens: list[_Tok], noun: int) -> int | None:
         """Where "a" or "an" opens the noun phrase ending at the person noun `noun`, when a
         verb of being or "as" stands before it ("was a … gentleman", "as a … woman")."""
         k = noun - 1
         while k > 0 and noun - k <= 5 and self._gap_ok(tokens[k], tokens[k + 1]):
             if tokens[k].low in ("a", "an"):
-                linked = tokens[k - 1].low in _COPULAS | {"as"}
+                verb = k - 1
+                while verb > 0 and k - verb <= 3 and self._adverb(tokens[verb]):
+                    verb -= 1  # "he was then simply a pallid young man"
+                linked = tokens[verb].low in _COPULAS | {"as"}
                 # "Mr Alec, a young man with hair as red as a fox's": an apposition
                 apposed = "," in self.text[tokens[k - 1].end : tokens[k].start] and bool(
                     self._mention_at(tokens[k - 1])
@@ -1625,14 +1671,18 @@ class _Context:
         attributive = tokens[i].low in _VALUE_NOUNS or self._noun_after(tokens, i) in _PERSON_NOUNS
         adjectives = 0
         coordinated = 0
+        skipped = 0  # words of a relative clause passed over, not counted in the reach
         j = i - 1
-        while j >= 0 and i - j <= 8:
+        while j >= 0 and i - j - skipped <= 8:
             gap = self.text[tokens[j].end : tokens[j + 1].start]
             if _CLAUSE_BREAK.search(gap):
                 if tokens[j + 1].low in ("a", "an") and _DASH.fullmatch(gap.strip()):
                     # "Morgan--an old, grey-haired, mahogany-faced sailor--came forward"
                     return self._mention_at(tokens[j]), negated
-                return None, False
+                if not (gap.strip() == "(" and tokens[j + 1].low in ("who", "whose")):
+                    return None, False
+                # "Captain Rawdon Crawley (who was left-handed, and …)": a relative clause
+                # in brackets is read as one between commas
             word = tokens[j]
             if word.low == "being" and tokens[j].start <= self.sentence_start + 1:
                 # "Being but five feet four, and stout, I have never cut a dashing figure"
@@ -1669,6 +1719,16 @@ class _Context:
             if entity:
                 # "Basil was left-handed", "Basil, a tall man", "Hallward, left-handed as ever"
                 appositive = j == i - 1 and "," in gap
+                if linked and "," in gap and (start := self._before_relative(tokens, j + 1)) < j:
+                    # "Mr. Jan Coggan, who had passed the cup to Henery, was a short man":
+                    # the name in the relative clause is not the subject
+                    skipped += j - start
+                    j = start
+                    continue
+                if word.low.endswith("'s") and j + 1 < len(tokens) and self._plain(tokens[j + 1]):
+                    # "Liddy, the maltster's great-granddaughter, a tall girl": the one
+                    # whose she is is not the one described
+                    return None, False
                 return (entity if linked or appositive else None), negated
             if word.low in _SUBJECT_COPULAS:
                 return self._person(word) or self._pronoun(word, spoken), negated
@@ -1951,6 +2011,10 @@ class _Context:
             if all(self._perceives(e) for e in looking) and self._unnamed_before(gender, before):
                 return None
             return entity
+        if not in_clause and gender in ("he", "she") and self._uncarded_doer(clause, before):
+            # "So Solomon, holding his white head": someone without a card, doing what the
+            # pronoun's phrase tells, is the one meant; nobody earlier is
+            return None
         here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
         groups = (here, *reversed(self.history[-_SENTENCES_BACK:]))
         for nearest, (group, start, end) in enumerate(groups):
@@ -2083,6 +2147,15 @@ class _Context:
             # "Mr. Lamb drew the inkstand towards him": a place by the subject, himself
             if not _LOCATIVE_BEFORE.search(self.text, max(start, m.start() - 12), m.start())
         )
+
+    def _uncarded_doer(self, start: int, before: int) -> bool:
+        """Whether a given name without a card opens the participle phrase the pronoun at
+        `before` stands in: "So Solomon, holding his white head"."""
+        found = _NAME_AND_PARTICIPLE.search(self.text, start, before)
+        if found is None:
+            return False
+        name = found.group(1)
+        return name not in self.cast.name_tokens() and is_given_name(name)
 
     def _uncarded_named(self, start: int, end: int) -> bool:
         """Whether someone without a card is named between `start` and `end`: a titled

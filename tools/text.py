@@ -199,9 +199,12 @@ def read_document(text: str) -> Document:
 
 
 def quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
-    """Spans of a paragraph inside double quotation marks (single ones double as apostrophes,
-    so they are not paired). A quote still open
-    at the paragraph's end runs to its end, as in prose where speech goes on."""
+    """Spans of a paragraph inside double quotation marks, or, in a paragraph with none,
+    inside curly single ones (‘…’, as British editions print speech). A straight single
+    quote doubles as an apostrophe, so it is never paired. A quote still open at the
+    paragraph's end runs to its end, as in prose where speech goes on."""
+    if "‘" in text and not any(mark in text for mark in '“"'):
+        return _single_quoted_spans(text)
     spans: list[tuple[int, int]] = []
     opened: int | None = None
     closer = ""
@@ -211,6 +214,27 @@ def quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
                 opened, closer = i, "”" if ch == "“" else '"'
         elif ch == closer or (closer == "”" and ch == '"'):
             spans.append((opened, i + 1))
+            opened = None
+    if opened is not None:
+        spans.append((opened, len(text)))
+    return tuple(spans)
+
+
+def _single_quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """ "‘Dora,’ said I, ‘you don’t mean it.’": a ’ closes only where no letter follows it
+    (in "don’t" it is an apostrophe)."""
+    spans: list[tuple[int, int]] = []
+    opened: int | None = None
+    for i, ch in enumerate(text):
+        if opened is None:
+            if ch == "‘" and (i == 0 or not text[i - 1].isalnum()):
+                opened = i
+        elif ch == "’" and (i + 1 == len(text) or not text[i + 1].isalpha()):
+            # (a plural's apostrophe, "the girls’ hats", closes a quote early: rare in speech)
+            quoted = text[opened + 1 : i]
+            if " " in quoted.strip() or quoted.rstrip()[-1:] in tuple(",.!?;:—-"):
+                spans.append((opened, i + 1))
+            # else a word set off, not speech: "a stool, which was called ‘Dick’"
             opened = None
     if opened is not None:
         spans.append((opened, len(text)))

@@ -25,6 +25,10 @@ _NEGATION_CARRIERS = frozenset(
 )
 
 
+#: Words that qualify a colour after them ("light brown", "dark-blue") and state none.
+SHADES = frozenset("light pale dark deep bright".split())
+
+
 @dataclass(frozen=True)
 class FactKind:
     attribute: str
@@ -41,11 +45,17 @@ class FactKind:
         return frozenset().union(*self.values.values())
 
     def word_classes(self, word: str) -> frozenset[str]:
-        """The classes one word (or its hyphen-parts: "coal-black") states."""
+        """The classes one word (or its hyphen-parts: "coal-black") states; a shade before
+        a colour only qualifies it ("light-brown" is brown)."""
         if word in self.values:
             return self.values[word]
+        return self._words_classes(word.split("-"))
+
+    def _words_classes(self, words: list[str]) -> frozenset[str]:
         found: set[str] = set()
-        for part in word.split("-"):
+        for n, part in enumerate(words):
+            if part in SHADES and any(self.values.get(w) for w in words[n + 1 : n + 2]):
+                continue
             found |= self.values.get(part, frozenset())
         return frozenset(found)
 
@@ -56,10 +66,13 @@ class FactKind:
         stated: set[str] = set()
         ruled_out: set[str] = set()
         negated = False
-        for word in re.findall(r"[a-z]+(?:-[a-z]+)*", phrase.lower()):
+        words = re.findall(r"[a-z]+(?:-[a-z]+)*", phrase.lower())
+        for n, word in enumerate(words):
             if word in NEGATIONS:
                 negated = True
                 continue
+            if word in SHADES and n + 1 < len(words) and self.word_classes(words[n + 1]):
+                continue  # "light brown" is brown
             classes = self.word_classes(word)
             if classes and negated:
                 ruled_out |= classes if self.negatable else frozenset()
@@ -147,6 +160,8 @@ HAIR = FactKind(
             "blond": "blond",
             "blonde": "blond",
             "fair": "blond",
+            # "Traddles's light hair"; "light brown" stays brown (a shade before a colour)
+            "light": "blond",
             "flaxen": "blond",
             "gold": "blond",
             "golden": "blond",
