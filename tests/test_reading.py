@@ -955,9 +955,12 @@ def test_speech_in_curly_single_quotes_is_speech_and_a_word_set_off_is_not() -> 
 def test_a_relative_clause_or_a_possessive_between_a_name_and_its_verb_is_passed() -> None:
     said = "Silas, who had passed the cup to Martha, was a tall, crimson man.\n"
     assert conflicts(said, SILAS, MARTHA) == ["Silas Brand:height:tall"]
-    # whose she is is not the one described (the reader stops there: nobody, not the miller)
+    # whose she is is not the one described: the name before the apposition is
     said = "Martha, the miller's great-granddaughter, a short, well-grown girl, was there.\n"
-    assert conflicts(said, MARTHA, MILLER) == []
+    assert conflicts(said, MARTHA, MILLER) == ["Martha Quill:height:short"]
+    assert conflicts("Silas was handsome, though grey-haired.\n", SILAS_BLACK) == [
+        "Silas Brand:hair:grey-haired"
+    ]
     said = "Silas (who was left-handed, and dangerous on that account) laughed.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:handedness:left-handed"]
 

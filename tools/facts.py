@@ -251,7 +251,7 @@ _NOUN_GENDERS: dict[str, Gender] = {
 #: Adjectives passed over inside "a sturdy straw-haired man".
 _ATTRIBUTIVE_ADJECTIVES_MAX = 2
 #: Words a walk back to a predicate's subject passes: "he was, and who … young man".
-_SUBJECT_WALK_WORDS = frozenset("who and young man woman to me".split())
+_SUBJECT_WALK_WORDS = frozenset("who and young man woman to me though although".split())
 _DASH = re.compile(r"--|—|–")
 #: The longest aside between dashes a walk back to a subject passes over.
 _ASIDE_WORDS = 16
@@ -1727,8 +1727,9 @@ class _Context:
                     continue
                 if word.low.endswith("'s") and j + 1 < len(tokens) and self._plain(tokens[j + 1]):
                     # "Liddy, the maltster's great-granddaughter, a tall girl": the one
-                    # whose she is is not the one described
-                    return None, False
+                    # whose she is is not the one described; the name before is
+                    named = self._named_before_apposition(tokens, j + 1) if linked else None
+                    return named, negated if named else False
                 return (entity if linked or appositive else None), negated
             if word.low in _SUBJECT_COPULAS:
                 return self._person(word) or self._pronoun(word, spoken), negated
@@ -1809,6 +1810,16 @@ class _Context:
             k += 1
         return k < len(tokens) and tokens[k].low == "been"
 
+    def _in_possessive_name(self, tokens: list[_Tok], k: int) -> bool:
+        """Whether `tokens[k]` is part of a name in the possessive ("the maltster's")."""
+        entity = self._mention_at(tokens[k])
+        if entity is None:
+            return False
+        end = k
+        while end + 1 < len(tokens) and self._mention_at(tokens[end + 1]) == entity:
+            end += 1
+        return tokens[end].low.endswith("'s") and end + 1 < len(tokens)
+
     def _named_before_apposition(self, tokens: list[_Tok], j: int) -> str | None:
         """ "Lady Constance, the elder, was tall": a short apposition between commas,
         ending at `tokens[j]`, after the name it describes."""
@@ -1823,6 +1834,9 @@ class _Context:
                 if tokens[k].low not in ("the", "a", "an", "his", "her", "my"):
                     return None
                 return self._mention_at(tokens[k - 1])
+            if self._in_possessive_name(tokens, k):
+                k -= 1  # "Liddy, the maltster's great-granddaughter, a tall girl, was"
+                continue
             if not self._plain(tokens[k]) or tokens[k].low in _PHRASE_MODIFIER_BLOCKERS - {
                 "the",
                 "a",
