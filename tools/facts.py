@@ -170,6 +170,10 @@ _BARELY = frozenset("scarcely barely hardly only just not much above no higher".
 _SIZE_NOUNS = {"giant": "tall", "dwarf": "short"}
 #: "less than the middle height", "more than the common size".
 _LESS_MORE = {"less": "short", "more": "tall"}
+#: The words a height idiom opens with.
+_IDIOM_OPENERS = (
+    frozenset({"of", "head", "taller"}) | _COMING | _REACHING | set(_SIZE_NOUNS) | set(_LESS_MORE)
+)
 #: Words that may follow an adverb closing its deed: "cut the bread left-handed, as …".
 _AFTER_A_DEED = frozenset("and as like with when because for".split())
 #: Words that make a hand's use a habit: "as always", "for he used no other".
@@ -563,6 +567,8 @@ class _Context:
         "came scarcely to his shoulder", "a giant of a man". Each is read only whole, and
         only where its subject is plain."""
         tok = tokens[i]
+        if tok.low not in _IDIOM_OPENERS:
+            return []  # the common case, decided before anything is built
         spoken = inside(self.quotes, tok.start)
 
         def words(at: int, count: int) -> list[str] | None:
