@@ -19,7 +19,9 @@ The Woman in White, Tess, North and South, Bleak House; casts in `bench/sentence
 each line the passage as published and as planted, whom the plant describes and what it
 says. A plant is found when the planted passage yields a statement of its kind and value
 about its person; a statement the planted passage yields beyond the published one's that
-is not the plant is false. Split the same way.
+is not the plant is false. Split the same way. `plants-2.jsonl` is a second such set, in six
+other whole novels (Persuasion, Vanity Fair, Silas Marner, David Copperfield, Far from the
+Madding Crowd, Kidnapped), each line naming its narrator.
 
     .venv/bin/python bench/phase_a_sentences.py [--verbose]   # --verbose: dev misses only
 """
