@@ -988,3 +988,32 @@ def test_kind_of_possessed_features_and_features_joined_before_of_a_name() -> No
     assert conflicts("Silas was then simply a pallid man, with grey eyes.\n", SILAS_BROWN_EYES) == [
         "Silas Brand:eyes:grey"
     ]
+
+
+def test_a_stranger_described_then_named_as_the_one_in_view_is_that_person() -> None:
+    said = (
+        "A handsome man leaned idly from the lattice. He looked east and west with a pair "
+        "of bold black eyes. The man was Silas Brand.\n"
+    )
+    assert conflicts(said, SILAS_BROWN_EYES) == ["Silas Brand:eyes:black"]
+    said = (
+        "Martha came in--a very tall ungainly gentleman advanced to meet her.\n\n"
+        "This was no other than Silas Brand, returned from the Indies.\n"
+    )
+    assert conflicts(said, SILAS, MARTHA) == ["Silas Brand:height:tall"]
+    # named, but not as the one in view: nothing is guessed
+    said = "A man came in. He had blue eyes. It was Tuesday, and Silas sat down.\n"
+    assert conflicts(said, SILAS_BROWN_EYES) == []
+    said = "A tall gentleman came in. Silas looked at him.\n"
+    assert conflicts(said, SILAS) == []
+
+
+def test_the_readiest_hand_did_everything_and_a_place_in_front_of_him() -> None:
+    said = "Martha took the reins with the left hand, which was always her readiest.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:handedness:left hand, her readiest"]
+    said = "Martha took the reins with the left hand, which was not her readiest.\n"
+    assert conflicts(said, MARTHA) == []
+    said = "Martha copied the letters (writing, as she did everything, with her left hand).\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:handedness:left hand, by habit"]
+    said = "Silas sat at the table, with a bottle in front of him. He was a tall man.\n"
+    assert conflicts(said, SILAS) == ["Silas Brand:height:tall"]

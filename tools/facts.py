@@ -130,6 +130,17 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: What a relative clause calls the hand someone uses: "which was always her readiest".
+_READIEST = frozenset("readiest best better stronger favourite favorite".split())
+#: A sentence that names the one already in view: "This was no other than Captain Dobbin",
+#: "The man was Sergeant Troy", "It was Mr. Shuan".
+_IDENTIFYING = re.compile(
+    r"(?:^|[.!?]\s+|[;:—–]\s*|--\s*)(?:This|That|It|The\s+(?:man|woman|gentleman|lady|"
+    r"stranger|figure|newcomer|visitor|girl|boy|youth|fellow|lad|new\s+arrival))\s+"
+    r"(?:was|proved\s+to\s+be|turned\s+out\s+to\s+be)\s+"
+    r"(?:no\s+other\s+than\s+|none\s+other\s+than\s+|no\s+less\s+a\s+person\s+than\s+)?$"
+)
+_IDENTIFYING_REACH = 60
 #: "So Solomon, holding his", "Old Solomon, in his": a name, a comma and a participle or
 #: "in"/"with" opening the phrase a pronoun stands in.
 _NAME_AND_PARTICIPLE = re.compile(r"\b([A-Z][a-z]+),\s+(?:\w+ing|in|with)\b[^,.;:!?]*$")
@@ -365,6 +376,18 @@ class _Reader:
         self.cast = cast
         self.narrator = narrator
 
+    def _named_as_in_view(self, block_index: int) -> str | None:
+        """Who the paragraph at `block_index` opens by naming as the one already in view
+        ("This was no other than Captain William Dobbin, …"), if it does."""
+        if block_index >= len(self.doc.blocks):
+            return None
+        text = self.doc.blocks[block_index].text
+        for start, _, entity in _people(self.cast, text[: _IDENTIFYING_REACH * 2]):
+            if _IDENTIFYING.search(text[:start]) and not entity.startswith(_STRANGER):
+                return entity
+            return None
+        return None
+
     def statements(self) -> list[Statement]:
         found: list[Statement] = []
         by_block: dict[int, list[int]] = {}
@@ -418,6 +441,7 @@ class _Reader:
                     self.cast,
                     told,
                     earlier,
+                    self._named_as_in_view(block_index + 1),
                 )
                 for statement in context.read(sentence.start, sentence.end):
                     if statement[0].startswith(_STRANGER):
@@ -449,6 +473,9 @@ class _Context:
     told: list[tuple[int, str]]
     #: Who the paragraphs before this one named in their narration, the nearest first.
     earlier: tuple[frozenset[str], ...]
+    #: Whom the next paragraph opens by naming as the one in view ("This was no other
+    #: than Captain William Dobbin"), if anyone.
+    named_next: str | None = None
 
     @property
     def quotes(self) -> tuple[tuple[int, int], ...]:
@@ -911,11 +938,20 @@ class _Context:
         ("signed with his left hand"), nor the other hand while one is hurt. (Writing "with
         her left" without a habit was tried: it read a one-off in a held-out passage.)"""
         side, own = tokens[side_at], tokens[side_at - 1]
+        if own.low == "the":
+            return self._readiest_hand(tokens, side_at, last)
         if own.low not in _ATTRIBUTIVE_POSSESSIVES or not self._gap_ok(own, side):
             return []
         before = tokens[max(0, side_at - _HABIT_WORDS) : side_at]
         window = tokens[max(0, side_at - _HABIT_WORDS) : side_at + _HABIT_WORDS]
-        if not any(t.low in _HABITUAL for t in window) or any(t.low in _HURT for t in window):
+        # "writing, as she did everything, with her left hand"
+        did_everything = any(
+            a.low in ("did", "does", "do") and b.low == "everything"
+            for a, b in zip(window, window[1:], strict=False)
+        )
+        if not (any(t.low in _HABITUAL for t in window) or did_everything) or any(
+            t.low in _HURT for t in window
+        ):
             return []
         if any(t.low in _NEGATIONS for t in before):
             return []  # "he never wrote with his left hand"; "he used no other" after it
@@ -924,6 +960,29 @@ class _Context:
             return []
         words = f"{side.low} {last.low}, by habit"
         return [(owner, HANDEDNESS, words, frozenset({side.low}), side.start, own.start, last.end)]
+
+    def _readiest_hand(self, tokens: list[_Tok], side_at: int, last: _Tok) -> list[_Found]:
+        """ "with the left hand, which was always her readiest": the hand a relative clause
+        calls someone's readiest, best or better one is the hand they use."""
+        k = side_at + 2
+        if k + 4 > len(tokens) or tokens[k].low != "which":
+            return []
+        for n in range(k + 1, min(k + 6, len(tokens) - 1)):
+            if not self._gap_ok(tokens[n - 1], tokens[n]):
+                return []
+            if tokens[n].low in _ATTRIBUTIVE_POSSESSIVES and tokens[n + 1].low in _READIEST:
+                if any(t.low in _NEGATIONS for t in tokens[k:n]):
+                    return []
+                owner = self._possessor(tokens[n], inside(self.quotes, tokens[n].start))
+                if owner is None:
+                    return []
+                side = tokens[side_at]
+                words = f"{side.low} {last.low}, {tokens[n].low} {tokens[n + 1].low}"
+                return [
+                    (owner, HANDEDNESS, words, frozenset({side.low}), side.start, side.start,
+                     tokens[n + 1].end)
+                ]  # fmt: skip
+        return []
 
     def _doer(self, tokens: list[_Tok], i: int, *, ending: bool = True) -> str | None:
         """Who does what the word at `i` qualifies: "Silas cut the bread left-handed",
@@ -1647,6 +1706,33 @@ class _Context:
     def _subject_of(
         self, tokens: list[_Tok], i: int, *, idiom: bool = False
     ) -> tuple[str | None, bool]:
+        owner, negated = self._subject_walk(tokens, i, idiom=idiom)
+        if owner is None and not negated and not idiom:
+            owner = self._stranger_named_later(tokens, i)
+        return owner, negated
+
+    def _stranger_named_later(self, tokens: list[_Tok], i: int) -> str | None:
+        """ "a very short ungainly gentleman … advanced to meet her. This was no other than
+        Captain William Dobbin": a stranger described as "a … gentleman" is the one a
+        later sentence of the paragraph names as the one in view (`_identified_later`)."""
+        if inside(self.quotes, tokens[i].start):
+            return None
+        noun = self._noun_after(tokens, i)
+        gender = _NOUN_GENDERS.get(noun or "")
+        if gender is None:
+            return None
+        k = i - 1
+        while k >= 0 and i - k <= _ATTRIBUTIVE_ADJECTIVES_MAX + 1:
+            if tokens[k].low in ("a", "an"):
+                return self._identified_later(gender, tokens[i].start)
+            if not self._plain(tokens[k]) or not self._gap_ok(tokens[k], tokens[k + 1]):
+                return None
+            k -= 1
+        return None
+
+    def _subject_walk(
+        self, tokens: list[_Tok], i: int, *, idiom: bool = False
+    ) -> tuple[str | None, bool]:
         """Who a predicate word describes, and whether it is negated: "Basil was tall",
         "Basil, a tall man", "the tall Basil", "he was left-handed", "I was very little",
         "he seemed to me a tall gentleman", "You're not grown so very tall, Miss Jane".
@@ -2165,7 +2251,7 @@ class _Context:
             any(s < m.start() and not _NEW_CLAUSE.search(self.text, s, m.start()) for s in named)
             for m in objects.finditer(self.text, start, end)
             # "Mr. Lamb drew the inkstand towards him": a place by the subject, himself
-            if not _LOCATIVE_BEFORE.search(self.text, max(start, m.start() - 12), m.start())
+            if not _LOCATIVE_BEFORE.search(self.text, max(start, m.start() - 16), m.start())
         )
 
     def _uncarded_doer(self, start: int, before: int) -> bool:
@@ -2226,10 +2312,12 @@ class _Context:
             return None
         if any(s < before and _compatible(_gender_of(self.cast, e), gender) for s, e in self.told):
             return None
-        if _OBJECTS[gender].search(self.text, 0, before) or _UNNAMED_PERSON[gender].search(
-            self.text, 0, before
-        ):
+        if _OBJECTS[gender].search(self.text, 0, before):
             return None
+        if _UNNAMED_PERSON[gender].search(self.text, 0, before):
+            # "A handsome man leaned idly from the lattice. He looked … with a pair of bold
+            # black eyes … The man was Sergeant Troy": the stranger, once named, is he
+            return self._identified_later(gender, before)
         later = {
             e for s, e in self.told if s > before and _compatible(_gender_of(self.cast, e), gender)
         }
@@ -2237,6 +2325,29 @@ class _Context:
             return None
         (entity,) = later
         return entity if _gender_of(self.cast, entity) == gender else None
+
+    def _identified_later(self, gender: Gender | None, before: int) -> str | None:
+        """The one person of `gender` the paragraph names after `before`, when it names
+        them as the one already in view: "This was no other than Captain William Dobbin",
+        "The man was Sergeant Troy", "It was Mr. Shuan". Nobody else of that sex may be
+        named between."""
+        if gender not in ("he", "she"):
+            return None
+        later = [
+            (s, e)
+            for s, e in self.told
+            if s > before and _compatible(_gender_of(self.cast, e), gender)
+        ]
+        if not later:
+            named = self.named_next
+            # the next paragraph opens by naming them: "… advanced to meet her.¶This was
+            # no other than Captain William Dobbin"
+            return named if named and _gender_of(self.cast, named) == gender else None
+        start, entity = later[0]
+        if _gender_of(self.cast, entity) != gender:
+            return None
+        opening = self.text[max(before, start - _IDENTIFYING_REACH) : start]
+        return entity if _IDENTIFYING.search(opening) else None
 
     def _clause_start(self, before: int) -> int:
         """Where the clause holding offset `before` begins in its sentence: after the last
@@ -2325,7 +2436,8 @@ _NEW_CLAUSE = re.compile(
     r"when|nobody|somebody|everybody|everyone|anyone|people|whatever|whoever|however)\b"
 )
 _LOCATIVE_BEFORE = re.compile(
-    r"\b(?:towards|toward|beside|behind|around|round|about|near)\s+$", re.IGNORECASE
+    r"\b(?:towards|toward|beside|behind|around|round|about|near|in\s+front\s+of)\s+$",
+    re.IGNORECASE,
 )
 _OBJECT_HER = re.compile(
     r"\bher\b(?=\s*(?:[,.;:!?—–”\")]|$|(?:to|and|in|with|at|on|as|by|for|from|into|up|"
