@@ -1017,3 +1017,14 @@ def test_the_readiest_hand_did_everything_and_a_place_in_front_of_him() -> None:
     assert conflicts(said, MARTHA) == ["Martha Quill:handedness:left hand, by habit"]
     said = "Silas sat at the table, with a bottle in front of him. He was a tall man.\n"
     assert conflicts(said, SILAS) == ["Silas Brand:height:tall"]
+
+
+def test_a_coloured_head_before_a_name_and_the_eyes_one_looks_out_of() -> None:
+    assert conflicts("In steps black-headed Silas of Glenure.\n", SILAS) == [
+        "Silas Brand:hair:black-headed"
+    ]
+    said = (
+        "The man with the green eyes came first. Silas looked me in the face out of his "
+        "cold blue eyes.\n"
+    )
+    assert conflicts(said, SILAS_BROWN_EYES) == ["Silas Brand:eyes:blue"]

@@ -130,6 +130,8 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: What one looks out of or with is one's own: "looked at me out of his grey eyes".
+_LOOKING_THROUGH = re.compile(r"\b(?:out\s+of|with|from\s+under)\s+$", re.IGNORECASE)
 #: What a relative clause calls the hand someone uses: "which was always her readiest".
 _READIEST = frozenset("readiest best better stronger favourite favorite".split())
 #: A sentence that names the one already in view: "This was no other than Captain Dobbin",
@@ -871,7 +873,11 @@ class _Context:
             person = nxt
             if nxt.low in _AGE_WORDS and i + 2 < len(tokens):
                 person = tokens[i + 2]
-            if person.low not in _PERSON_NOUNS and person.low not in _HEADED_BEINGS:
+            if (
+                person.low not in _PERSON_NOUNS
+                and person.low not in _HEADED_BEINGS
+                and not self._mention_at(nxt)  # "black-headed Colin of Glenure"
+            ):
                 return []
         owner, negated = self._subject_of(tokens, i)
         if owner is None or negated:
@@ -2114,7 +2120,13 @@ class _Context:
             # was tall").
             (entity,) = in_clause
             looking = [e for s, e, n in self.mentions if n == entity and clause <= s < before]
-            if all(self._perceives(e) for e in looking) and self._unnamed_before(gender, before):
+            if (
+                all(self._perceives(e) for e in looking)
+                and self._unnamed_before(gender, before)
+                # "Hoseason looked me in the face out of his cold grey eyes": the eyes
+                # one looks out of or with are one's own
+                and not _LOOKING_THROUGH.search(self.text, max(clause, before - 16), before)
+            ):
                 return None
             return entity
         if not in_clause and gender in ("he", "she") and self._uncarded_doer(clause, before):
