@@ -1028,3 +1028,13 @@ def test_a_coloured_head_before_a_name_and_the_eyes_one_looks_out_of() -> None:
         "cold blue eyes.\n"
     )
     assert conflicts(said, SILAS_BROWN_EYES) == ["Silas Brand:eyes:blue"]
+
+
+def test_a_long_aside_and_a_reflexive_do_not_count_towards_the_reach() -> None:
+    said = "Mr. Brand was, I am bound to confess, a very little man.\n"
+    assert conflicts(said, SILAS.replace("**Height:** short", "**Height:** tall")) == [
+        "Silas Brand:height:little"
+    ]
+    said = "Martha, who was herself so slight and so short that all forgot her, wondered.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:height:short"]
+    assert conflicts("Silas thought himself tall.\n", SILAS) == []

@@ -245,7 +245,7 @@ _SUBJECT_REACH = 8
 #: A teller's asides between commas, passed over on the way back to a subject.
 _ASIDE_WORDS_SET = frozenset(
     "in fact indeed perhaps i think believe suppose fancy dare say am must confess own it "
-    "seems is true should would".split()
+    "seems is true should would bound to admit".split()
 )
 _ASIDE_WORDS_MAX = 5
 #: How far an opening participle's phrase may run before its subject: "Being but five feet
@@ -268,7 +268,9 @@ _NOUN_GENDERS: dict[str, Gender] = {
 #: Adjectives passed over inside "a sturdy straw-haired man".
 _ATTRIBUTIVE_ADJECTIVES_MAX = 2
 #: Words a walk back to a predicate's subject passes: "he was, and who … young man".
-_SUBJECT_WALK_WORDS = frozenset("who and young man woman to me though although".split())
+_SUBJECT_WALK_WORDS = frozenset(
+    "who and young man woman to me though although herself himself myself".split()
+)
 _DASH = re.compile(r"--|—|–")
 #: The longest aside between dashes a walk back to a subject passes over.
 _ASIDE_WORDS = 16
@@ -1787,7 +1789,10 @@ class _Context:
                 return self._subject_after_opening(tokens, i), negated
             aside_start = self._comma_aside(tokens, j)
             if aside_start is not None:
-                j = aside_start - 1  # "he was, in fact, rather above the common height"
+                # "he was, in fact, rather above the common height": the aside's words do
+                # not count towards the reach
+                skipped += j - aside_start + 1
+                j = aside_start - 1
                 continue
             if word.low == "being" and j and tokens[j - 1].low == "as":
                 j -= 1  # "struck me as being a tall, wiry, sly person"
