@@ -1038,3 +1038,10 @@ def test_a_long_aside_and_a_reflexive_do_not_count_towards_the_reach() -> None:
     said = "Martha, who was herself so slight and so short that all forgot her, wondered.\n"
     assert conflicts(said, MARTHA) == ["Martha Quill:height:short"]
     assert conflicts("Silas thought himself tall.\n", SILAS) == []
+
+
+def test_the_eyes_one_turns_upon_someone_are_ones_own() -> None:
+    said = "Martha turned upon him a pair of grey eyes.\n"
+    assert conflicts(said, MARTHA, SILAS) == ["Martha Quill:eyes:grey"]
+    said = "Silas turned upon her a pair of grey eyes.\n"
+    assert conflicts(said, MARTHA, SILAS_BROWN_EYES) == ["Silas Brand:eyes:grey"]

@@ -130,6 +130,8 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: Verbs of turning one's eyes on someone: "She turned upon him a pair of dark eyes".
+_GAZE_VERBS = frozenset("turned fixed raised lifted bent cast directed rolled".split())
 #: What one looks out of or with is one's own: "looked at me out of his grey eyes".
 _LOOKING_THROUGH = re.compile(r"\b(?:out\s+of|with|from\s+under)\s+$", re.IGNORECASE)
 #: What a relative clause calls the hand someone uses: "which was always her readiest".
@@ -1446,6 +1448,15 @@ class _Context:
         if start > 0:
             prev = tokens[start - 1]
             if self._gap_ok(prev, tokens[start]):
+                if (
+                    prev.low in _OBJECT_PRONOUNS
+                    and start > 2
+                    and tokens[start - 2].low in ("upon", "on", "at", "to", "towards", "toward")
+                    and tokens[start - 3].low in _GAZE_VERBS
+                    and all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(start - 3, start))
+                ):
+                    # "She turned upon him a pair of dark eyes": the eyes one turns are one's own
+                    return self._clause_subject(tokens, start - 3, spoken)
                 if prev.low.endswith("'s") and prev.low not in _SUBJECT_COPULAS:
                     return self._mention_at(prev) or self._inherited(tokens, start - 1, spoken)
                 if prev.low in FIRST_PERSON or prev.low in SECOND_PERSON:
