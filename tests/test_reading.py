@@ -1045,3 +1045,10 @@ def test_the_eyes_one_turns_upon_someone_are_ones_own() -> None:
     assert conflicts(said, MARTHA, SILAS) == ["Martha Quill:eyes:grey"]
     said = "Silas turned upon her a pair of grey eyes.\n"
     assert conflicts(said, MARTHA, SILAS_BROWN_EYES) == ["Silas Brand:eyes:grey"]
+
+
+def test_such_was_names_the_stranger_and_the_hair_beneath_a_hat_is_its_wearers() -> None:
+    said = "A small, quiet person with grey eyes — such was Martha Quill in those days.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:height:small", "Martha Quill:eyes:grey"]
+    said = "Silas was an old man now, and the hair beneath his hat was white.\n"
+    assert conflicts(said, SILAS_BLACK) == ["Silas Brand:hair:white"]

@@ -130,6 +130,8 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: What the hair shows beneath: "the hair beneath his hat was white".
+_HEADWEAR = frozenset("hat cap bonnet wig hood turban helmet bonnets hats caps".split())
 #: Verbs of turning one's eyes on someone: "She turned upon him a pair of dark eyes".
 _GAZE_VERBS = frozenset("turned fixed raised lifted bent cast directed rolled".split())
 #: What one looks out of or with is one's own: "looked at me out of his grey eyes".
@@ -139,8 +141,8 @@ _READIEST = frozenset("readiest best better stronger favourite favorite".split()
 #: A sentence that names the one already in view: "This was no other than Captain Dobbin",
 #: "The man was Sergeant Troy", "It was Mr. Shuan".
 _IDENTIFYING = re.compile(
-    r"(?:^|[.!?]\s+|[;:—–]\s*|--\s*)(?:This|That|It|The\s+(?:man|woman|gentleman|lady|"
-    r"stranger|figure|newcomer|visitor|girl|boy|youth|fellow|lad|new\s+arrival))\s+"
+    r"(?:^|[.!?]\s+|[;:—–]\s*|--\s*)(?:This|That|It|[Ss]uch|The\s+(?:man|woman|gentleman|"
+    r"lady|stranger|figure|newcomer|visitor|girl|boy|youth|fellow|lad|new\s+arrival))\s+"
     r"(?:was|proved\s+to\s+be|turned\s+out\s+to\s+be)\s+"
     r"(?:no\s+other\s+than\s+|none\s+other\s+than\s+|no\s+less\s+a\s+person\s+than\s+)?$"
 )
@@ -1182,6 +1184,13 @@ class _Context:
         hair nearly black": the value after its noun."""
         k = i + 1
         if (
+            k + 2 < len(tokens)
+            and tokens[k].low in ("beneath", "under", "below")
+            and tokens[k + 1].low in _ATTRIBUTIVE_POSSESSIVES
+            and tokens[k + 2].low in _HEADWEAR
+        ):
+            k += 3  # "the hair beneath his hat was white"
+        if (
             k < len(tokens)
             and tokens[k].low in ("that", "which")
             and self._gap_ok(tokens[i], tokens[k])
@@ -1538,6 +1547,18 @@ class _Context:
         after = cue + 1
         if after + 1 < len(tokens) and tokens[after].low == "of":
             return self._mention_at(tokens[after + 1])
+        if (
+            start > 0
+            and tokens[start - 1].low == "the"
+            and after + 2 < len(tokens)
+            and tokens[after].low in ("beneath", "under", "below")
+            and tokens[after + 1].low in _ATTRIBUTIVE_POSSESSIVES
+            and tokens[after + 2].low in _HEADWEAR
+            and all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(cue, after + 2))
+        ):
+            # "the hair beneath his hat was white": the one whose hat it is
+            own = tokens[after + 1]
+            return self._possessor(own, inside(self.quotes, own.start))
         if after < len(tokens) and tokens[after].low == "and":
             # "the narrow slanting green eyes and compressed lips of William Dane"
             for of_at in range(after + 2, min(after + 5, len(tokens) - 1)):
@@ -1633,7 +1654,9 @@ class _Context:
                 # hearty, red-faced gentleman, with a shock of hair") leads on to a subject.
                 article = self._predicate_article(tokens, j)
                 if article is None:
-                    return None
+                    # "A small, quiet person with hazel eyes … — such was Ellen Gorringe":
+                    # a stranger the paragraph then names as the one in view
+                    return self._stranger_of_noun(tokens, j)
                 gender = _NOUN_GENDERS.get(tokens[j].low)
                 skipped += j - article + 1
                 j = article - 1
@@ -1730,6 +1753,21 @@ class _Context:
             owner = self._stranger_named_later(tokens, i)
         return owner, negated
 
+    def _stranger_of_noun(self, tokens: list[_Tok], noun: int) -> str | None:
+        """The one a stranger's noun phrase ("a small, quiet person", "a tall gentleman")
+        turns out to be (`_identified_later`), when "a" or "an" opens the phrase."""
+        if inside(self.quotes, tokens[noun].start):
+            return None
+        k = noun - 1
+        while k >= 0 and noun - k <= _ATTRIBUTIVE_ADJECTIVES_MAX + 1:
+            if tokens[k].low in ("a", "an"):
+                gender = _NOUN_GENDERS.get(tokens[noun].low)  # None: "person", either sex
+                return self._identified_later(gender, tokens[noun].start)
+            if not self._plain(tokens[k]) or not self._gap_ok(tokens[k], tokens[k + 1]):
+                return None
+            k -= 1
+        return None
+
     def _stranger_named_later(self, tokens: list[_Tok], i: int) -> str | None:
         """ "a very short ungainly gentleman … advanced to meet her. This was no other than
         Captain William Dobbin": a stranger described as "a … gentleman" is the one a
@@ -1737,9 +1775,9 @@ class _Context:
         if inside(self.quotes, tokens[i].start):
             return None
         noun = self._noun_after(tokens, i)
-        gender = _NOUN_GENDERS.get(noun or "")
-        if gender is None:
+        if noun not in _PERSON_NOUNS:
             return None
+        gender = _NOUN_GENDERS.get(noun or "")  # None: "person", "figure", either sex
         k = i - 1
         while k >= 0 and i - k <= _ATTRIBUTIVE_ADJECTIVES_MAX + 1:
             if tokens[k].low in ("a", "an"):
@@ -2359,7 +2397,7 @@ class _Context:
         them as the one already in view: "This was no other than Captain William Dobbin",
         "The man was Sergeant Troy", "It was Mr. Shuan". Nobody else of that sex may be
         named between."""
-        if gender not in ("he", "she"):
+        if gender not in ("he", "she", None):
             return None
         later = [
             (s, e)
@@ -2370,9 +2408,11 @@ class _Context:
             named = self.named_next
             # the next paragraph opens by naming them: "… advanced to meet her.¶This was
             # no other than Captain William Dobbin"
-            return named if named and _gender_of(self.cast, named) == gender else None
+            if named and (gender is None or _gender_of(self.cast, named) == gender):
+                return named
+            return None
         start, entity = later[0]
-        if _gender_of(self.cast, entity) != gender:
+        if gender is not None and _gender_of(self.cast, entity) != gender:
             return None
         opening = self.text[max(before, start - _IDENTIFYING_REACH) : start]
         return entity if _IDENTIFYING.search(opening) else None
