@@ -1052,3 +1052,9 @@ def test_such_was_names_the_stranger_and_the_hair_beneath_a_hat_is_its_wearers()
     assert conflicts(said, MARTHA) == ["Martha Quill:height:small", "Martha Quill:eyes:grey"]
     said = "Silas was an old man now, and the hair beneath his hat was white.\n"
     assert conflicts(said, SILAS_BLACK) == ["Silas Brand:hair:white"]
+
+
+def test_an_apposition_opened_by_the_describes_the_name_before_it() -> None:
+    said = '"Play on," said Silas, the tall young married man who had spoken before.\n'
+    assert conflicts(said, SILAS) == ["Silas Brand:height:tall"]
+    assert conflicts("Silas bowed to the doctor, the tall man in black.\n", SILAS) == []

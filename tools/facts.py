@@ -1905,14 +1905,19 @@ class _Context:
             if word.low in _OBJECT_PRONOUNS and j and tokens[j - 1].low == "to":
                 j -= 2  # "seemed to me a tall gentleman"
                 continue
-            if word.low in _COPULAS or (
-                (
-                    word.low in ("a", "an")
-                    or (word.low == "the" and tokens[j + 1].low in _SUPERLATIVES)
+            if (
+                word.low in _COPULAS
+                or (
+                    (
+                        word.low in ("a", "an")
+                        or (word.low == "the" and tokens[j + 1].low in _SUPERLATIVES)
+                        # "said Susan Tall's husband, the short young married man who"
+                        or (word.low == "the" and attributive)
+                    )
+                    and "," in self.text[tokens[j - 1].end : word.start]
+                    if j
+                    else False
                 )
-                and "," in self.text[tokens[j - 1].end : word.start]
-                if j
-                else False
             ):
                 linked = True  # "Basil, a tall man", "Angel, the shortest of the three"
             elif attributive and word.low in _ATTRIBUTIVE_POSSESSIVES:
