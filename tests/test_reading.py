@@ -1058,3 +1058,9 @@ def test_an_apposition_opened_by_the_describes_the_name_before_it() -> None:
     said = '"Play on," said Silas, the tall young married man who had spoken before.\n'
     assert conflicts(said, SILAS) == ["Silas Brand:height:tall"]
     assert conflicts("Silas bowed to the doctor, the tall man in black.\n", SILAS) == []
+
+
+def test_a_second_predicate_and_of_a_value_states_it() -> None:
+    said = "Martha's eyes, which were enormous, and of a grey so dark, met his.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey"]
+    assert conflicts("Martha's eyes were large, and full of tears.\n", MARTHA) == []

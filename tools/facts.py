@@ -130,6 +130,8 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: How far a second predicate "and of a … <value>" may stand after the verb.
+_COORDINATED_OF_REACH = 6
 #: What the hair shows beneath: "the hair beneath his hat was white".
 _HEADWEAR = frozenset("hat cap bonnet wig hood turban helmet bonnets hats caps".split())
 #: Verbs of turning one's eyes on someone: "She turned upon him a pair of dark eyes".
@@ -1306,7 +1308,38 @@ class _Context:
             closed = _CLAUSE_BREAK.search(gap) or "," in gap
             if after is not None and not closed and after.low not in ("that", "which"):
                 return []  # "eyes of the light hazel that is seen in sailors' faces" closes
+        if not run and linked:
+            return self._coordinated_of_value(tokens, k, kind)
         return self._value_words(run, kind)
+
+    def _coordinated_of_value(self, tokens: list[_Tok], k: int, kind: FactKind) -> list[_Tok]:
+        """ "her eyes, which were enormous, and of a grey so dark …", "his hair was thick,
+        and of a rich brown": a second predicate "of (a) … <value>" joined by "and" after
+        plain words that state nothing of the kind."""
+        n = k
+        while n < len(tokens) and n - k <= _COORDINATED_OF_REACH:
+            if not self._gap_ok(tokens[n - 1], tokens[n]) or not self._plain(tokens[n]):
+                return []
+            word = tokens[n].low
+            if word == "of" and tokens[n - 1].low == "and":
+                value = n + 1
+                if value < len(tokens) and tokens[value].low in ("a", "an", "the"):
+                    value += 1
+                for m in range(value, min(value + _VALUE_QUALIFIERS_MAX + 1, len(tokens))):
+                    if not self._gap_ok(tokens[m - 1], tokens[m]) or not self._plain(tokens[m]):
+                        return []
+                    if kind.classes(tokens[m].low):
+                        end = m + 1
+                        while end < len(tokens) and kind.classes(tokens[end].low):
+                            end += 1
+                        return self._value_words(tokens[m:end], kind)
+                    if tokens[m].low in _PHRASE_MODIFIER_BLOCKERS:
+                        return []
+                return []
+            if word in _NEGATIONS or word in _PHRASE_MODIFIER_BLOCKERS - {"and"}:
+                return []
+            n += 1
+        return []
 
     def _simile_in_apposition(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
         """ "her eyes, blue as the summer sky, met his": a simile set off by a comma after
