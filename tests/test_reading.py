@@ -1064,3 +1064,11 @@ def test_a_second_predicate_and_of_a_value_states_it() -> None:
     said = "Martha's eyes, which were enormous, and of a grey so dark, met his.\n"
     assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey"]
     assert conflicts("Martha's eyes were large, and full of tears.\n", MARTHA) == []
+
+
+def test_a_family_feature_had_and_a_clause_of_place_before_the_verb() -> None:
+    assert conflicts("Martha had the Quill eyes, a deep blue.\n", MARTHA) == [
+        "Martha Quill:eyes:blue"
+    ]
+    said = "Martha's own hair, where it showed at the back under her cap, was quite grey.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:hair:grey"]

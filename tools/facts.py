@@ -1194,6 +1194,26 @@ class _Context:
             k += 3  # "the hair beneath his hat was white"
         if (
             k < len(tokens)
+            and tokens[k].low == "where"
+            and "," in self.text[tokens[i].end : tokens[k].start]
+        ):
+            # "her own hair, where it showed at the back under her cap, was quite grey": a
+            # clause of place between commas, then the verb
+            closing = next(
+                (
+                    n
+                    for n in range(k + 1, min(k + _RELATIVE_SKIP + 1, len(tokens)))
+                    if "," in self.text[tokens[n - 1].end : tokens[n].start]
+                ),
+                None,
+            )
+            if closing is None or tokens[closing].low not in _COPULAS:
+                return []
+            if not all(self._gap_ok(tokens[n - 1], tokens[n]) for n in range(k, closing + 1)):
+                return []
+            k = closing
+        elif (
+            k < len(tokens)
             and tokens[k].low in ("that", "which")
             and self._gap_ok(tokens[i], tokens[k])
         ):
@@ -1518,6 +1538,17 @@ class _Context:
                     and self._gap_ok(tokens[start - 2], prev)
                 ):
                     # "Minnie had the bluest eyes in the county"
+                    return self._clause_subject(tokens, start - 2, spoken)
+                if (
+                    start > 1
+                    and prev.low == "the"
+                    and (tokens[start].text[:1].isupper() or tokens[start].low == "family")
+                    and tokens[start + 1].low in _ALL_CUES
+                    and tokens[start - 2].low in _SUBJECT_LINKS
+                    and self._gap_ok(tokens[start - 2], prev)
+                ):
+                    # "she had the Tregarthen hair—black, coarse, abundant": a family's
+                    # feature the subject has
                     return self._clause_subject(tokens, start - 2, spoken)
                 if prev.low == "and":
                     shared = self._shared_possessive(tokens, start - 1, cue, spoken)
