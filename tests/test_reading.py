@@ -1072,3 +1072,9 @@ def test_a_family_feature_had_and_a_clause_of_place_before_the_verb() -> None:
     ]
     said = "Martha's own hair, where it showed at the back under her cap, was quite grey.\n"
     assert conflicts(said, MARTHA) == ["Martha Quill:hair:grey"]
+
+
+def test_a_value_set_off_by_a_dash_after_a_predicate_that_names_none() -> None:
+    said = "Martha's eyes were too pale for her colouring—a cold, light blue.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:eyes:blue"]
+    assert conflicts("Martha's eyes were not pale—a cold blue.\n", MARTHA) == []

@@ -1329,7 +1329,9 @@ class _Context:
             if after is not None and not closed and after.low not in ("that", "which"):
                 return []  # "eyes of the light hazel that is seen in sailors' faces" closes
         if not run and linked:
-            return self._coordinated_of_value(tokens, k, kind)
+            return self._coordinated_of_value(tokens, k, kind) or self._dash_apposed_value(
+                tokens, k, kind
+            )
         return self._value_words(run, kind)
 
     def _coordinated_of_value(self, tokens: list[_Tok], k: int, kind: FactKind) -> list[_Tok]:
@@ -1359,6 +1361,34 @@ class _Context:
             if word in _NEGATIONS or word in _PHRASE_MODIFIER_BLOCKERS - {"and"}:
                 return []
             n += 1
+        return []
+
+    def _dash_apposed_value(self, tokens: list[_Tok], k: int, kind: FactKind) -> list[_Tok]:
+        """ "his eyes were too pale for his colouring—a cold, light blue": after a predicate
+        that names no value, "a … <value>" set off by a dash says what it is."""
+        n = k
+        while n + 1 < len(tokens) and n - k <= _COORDINATED_OF_REACH:
+            gap = self.text[tokens[n].end : tokens[n + 1].start]
+            if _DASH.fullmatch(gap.strip()):
+                break
+            if _CLAUSE_BREAK.search(gap) or tokens[n].low in _NEGATIONS:
+                return []
+            n += 1
+        else:
+            return []
+        opening = n + 1
+        if tokens[opening].low not in ("a", "an"):
+            return []
+        for m in range(opening + 1, min(opening + 2 + _VALUE_QUALIFIERS_MAX, len(tokens))):
+            if not self._gap_ok(tokens[m - 1], tokens[m]) or not self._plain(tokens[m]):
+                return []
+            if kind.classes(tokens[m].low):
+                end = m + 1
+                while end < len(tokens) and kind.classes(tokens[end].low):
+                    end += 1
+                return self._value_words(tokens[m:end], kind)
+            if tokens[m].low in _PHRASE_MODIFIER_BLOCKERS:
+                return []
         return []
 
     def _simile_in_apposition(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
