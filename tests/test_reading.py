@@ -1078,3 +1078,8 @@ def test_a_value_set_off_by_a_dash_after_a_predicate_that_names_none() -> None:
     said = "Martha's eyes were too pale for her colouring—a cold, light blue.\n"
     assert conflicts(said, MARTHA) == ["Martha Quill:eyes:blue"]
     assert conflicts("Martha's eyes were not pale—a cold blue.\n", MARTHA) == []
+
+
+def test_her_name_is_names_the_lady_met_before() -> None:
+    said = "I have met the lady. She has grey eyes and no conversation. Her name is Martha.\n"
+    assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey"]

@@ -143,9 +143,9 @@ _READIEST = frozenset("readiest best better stronger favourite favorite".split()
 #: A sentence that names the one already in view: "This was no other than Captain Dobbin",
 #: "The man was Sergeant Troy", "It was Mr. Shuan".
 _IDENTIFYING = re.compile(
-    r"(?:^|[.!?]\s+|[;:—–]\s*|--\s*)(?:This|That|It|[Ss]uch|The\s+(?:man|woman|gentleman|"
-    r"lady|stranger|figure|newcomer|visitor|girl|boy|youth|fellow|lad|new\s+arrival))\s+"
-    r"(?:was|proved\s+to\s+be|turned\s+out\s+to\s+be)\s+"
+    r"(?:^|[.!?]\s+|[;:—–]\s*|--\s*)(?:This|That|It|[Ss]uch|(?:His|Her)\s+name|"
+    r"The\s+(?:man|woman|gentleman|lady|stranger|figure|newcomer|visitor|girl|boy|youth|"
+    r"fellow|lad|new\s+arrival))\s+(?:was|is|proved\s+to\s+be|turned\s+out\s+to\s+be)\s+"
     r"(?:no\s+other\s+than\s+|none\s+other\s+than\s+|no\s+less\s+a\s+person\s+than\s+)?$"
 )
 _IDENTIFYING_REACH = 60
