@@ -1083,3 +1083,29 @@ def test_a_value_set_off_by_a_dash_after_a_predicate_that_names_none() -> None:
 def test_her_name_is_names_the_lady_met_before() -> None:
     said = "I have met the lady. She has grey eyes and no conversation. Her name is Martha.\n"
     assert conflicts(said, MARTHA) == ["Martha Quill:eyes:grey"]
+
+
+def test_a_name_variant_inside_another_name_beside_the_name_or_a_rank_is_no_slip(
+    tmp_path: Path,
+) -> None:
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nThey say the Jeune Amelie was his. You should see me brother Molloy "
+        "Malony's horse. Write to Miss Eliza Styles, at Mr. Barnet's, Saddler. Smee was a "
+        "pupil of Sharpe of Frith Street. How's Buty? Buty's my brother Bute. Ask for Madame "
+        "de Raudon. Then Amelya came in, and Rawdon Crowley laughed.\n"
+    )
+    known = {
+        *("Amelia Sedley", "Amelia", "Molly", "Rawdon Crawley", "Rawdon", "Crawley"),
+        *("Bute Crawley", "Bute", "Rebecca Sharp", "Sharp", "the Baronet", "Baronet"),
+    }
+    found = [v["found"] for v in name_variants(Workspace(tmp_path), ["ch.md"], known)]
+    # only the slips of the cast's own names: "Amelya came in", "Rawdon Crowley"
+    assert found == ["Amelya", "Crowley"]
+
+
+def test_a_colour_before_another_noun_is_that_nouns() -> None:
+    said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
+    assert conflicts(said, MARTHA) == []
+    assert conflicts("Martha's hair was red as fire.\n", MARTHA) == ["Martha Quill:hair:red"]

@@ -130,6 +130,14 @@ _STATURE_VERBS = frozenset(
     "appeared".split()
 )
 _TOWERING = frozenset(["towered"])
+#: Words that may follow a colour without making it another noun's: "black as jet",
+#: "grey like a winter sea", "brown now", "red enough", "blue still".
+_VALUE_FOLLOWERS = frozenset(
+    "as like than now still then too again once enough yet indeed already either though "
+    "that which who when where while if but or nor so".split()
+)
+#: Words after a noun that close its phrase: "were red and yellow leaves which had come".
+_PHRASE_ENDERS = frozenset("which that who where when and or but of from in on".split())
 #: How far a second predicate "and of a … <value>" may stand after the verb.
 _COORDINATED_OF_REACH = 6
 #: What the hair shows beneath: "the hair beneath his hat was white".
@@ -1328,11 +1336,31 @@ class _Context:
             closed = _CLAUSE_BREAK.search(gap) or "," in gap
             if after is not None and not closed and after.low not in ("that", "which"):
                 return []  # "eyes of the light hazel that is seen in sailors' faces" closes
+        if run and linked and self._noun_follows(tokens, tokens.index(run[-1])):
+            # "clinging to her hair, were red and yellow leaves": the colour is the noun's
+            # after it, not the hair's
+            return []
         if not run and linked:
             return self._coordinated_of_value(tokens, k, kind) or self._dash_apposed_value(
                 tokens, k, kind
             )
         return self._value_words(run, kind)
+
+    def _noun_follows(self, tokens: list[_Tok], last: int) -> bool:
+        """Whether a plain noun closes the phrase a value at `last` opens ("red and yellow
+        leaves"), so the value describes that noun: a word with no gap before it that is
+        no link, preposition, adverb or clause word, and ends its phrase."""
+        if last + 1 >= len(tokens):
+            return False
+        word = tokens[last + 1]
+        if not self._gap_ok(tokens[last], word) or "," in self.text[tokens[last].end : word.start]:
+            return False
+        if not self._plain(word) or word.low in _VALUE_FOLLOWERS or word.low.endswith("ly"):
+            return False
+        if word.low in _PHRASE_MODIFIER_BLOCKERS or word.low in _ALL_CUES:
+            return False
+        nxt = tokens[last + 2] if last + 2 < len(tokens) else None
+        return nxt is None or not self._gap_ok(word, nxt) or nxt.low in _PHRASE_ENDERS
 
     def _coordinated_of_value(self, tokens: list[_Tok], k: int, kind: FactKind) -> list[_Tok]:
         """ "her eyes, which were enormous, and of a grey so dark …", "his hair was thick,

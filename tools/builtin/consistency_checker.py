@@ -28,6 +28,12 @@ from controlroom.tools.workspace import Workspace
 _CAPITALISED = re.compile(r"(?<![\w’'])(?<!\w-)[A-Z][a-z]+(?:[’'][a-z]+)?(?!\w)(?!-\w)")
 #: A name written differently this often is the writer's choice, not a slip.
 MAX_VARIANT_USES = 2
+#: "the Jeune Amelie", "Molloy Malony", "Sharpe of Frith Street": a word inside another
+#: proper name, or naming someone by their place, is that other name's.
+_CAPITALISED_BEFORE = re.compile(r"(?<![.!?:;“\"‘(—–-])[ \t]+[A-Z][a-z]+[ \t]+$")
+_OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
+#: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
+_PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
 
 
 _VOWELS = frozenset("aeiouy")
@@ -94,19 +100,30 @@ class _NameBook:
 
     @classmethod
     def of(cls, known: set[str], ignored: list[str]) -> _NameBook:
-        surnames = {name.split()[-1].strip(".") for name in known if len(name.split()) > 1}
+        # "the Baronet", "the Captain": a card's alias that is an ordinary word is a title,
+        # never a name a capitalised word could be a slip of ("Mr. Barnet's")
+        surnames = {
+            name.split()[-1].strip(".")
+            for name in known
+            if len(name.split()) > 1 and not _a_title(name.split()[-1].strip("."))
+        }
         given = {
             name.split()[0]
             for name in known
             if len(name.split()) > 1 and name.split()[0].lower().rstrip(".") not in HONORIFICS
         }
         return cls(
-            frozenset(n for n in known if len(n) >= 4),
+            frozenset(n for n in known if len(n) >= 4 and not _a_title(n)),
             frozenset(known),
             frozenset(surnames),
             frozenset(given),
             frozenset(ignored),
         )
+
+    @property
+    def words(self) -> frozenset[str]:
+        """Every word of every known name: "Basil", "Hallward", "Mrs.", "Fairfax"."""
+        return frozenset(w for name in self.known for w in name.split())
 
     def near(self, word: str) -> list[str]:
         return sorted(n for n in self.names if n[0] == word[0] and likely_typo(word, n))
@@ -121,6 +138,20 @@ class _NameBook:
             or (word.endswith("s") and word[:-1] in self.known)
             or (word.endswith("es") and word[:-2] in self.known)
         )
+
+
+#: Ranks and callings a card may list as an alias ("the Baronet"): titles, not names.
+_RANKS = frozenset(
+    "baronet baron baroness captain major colonel general admiral doctor squire parson "
+    "rector vicar curate lord lady sir king queen prince princess duke duchess earl count "
+    "countess marquis marquess viscount professor judge sergeant corporal lieutenant "
+    "governor master mistress maltster miller shepherd bailiff".split()
+)
+
+
+def _a_title(name: str) -> bool:
+    """A card's alias that is a rank or calling ("Baronet", "Captain"), not a name."""
+    return name.lower().strip(".") in _RANKS
 
 
 def _transposed(found: str, name: str) -> bool:
@@ -158,7 +189,7 @@ def name_variants(
     person's title and name, or a spelling the writer listed as intended."""
     book = _NameBook.of(known, ignored or [])
     seen: Counter[str] = Counter()
-    where: dict[str, list[tuple[str, int, str, bool, bool, bool]]] = {}
+    where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool]]] = {}
     lowercase: set[str] = set()
     for path in paths:
         doc = read_document(workspace.read_text(path))
@@ -169,11 +200,24 @@ def name_variants(
                 word = re.sub(r"[’']s$", "", match.group(0))
                 titled = bool(_TITLE_BEFORE.search(sentence.text[: match.start()]))
                 named = bool(_SURNAME_AFTER.match(sentence.text, match.end()))
+                before = _CAPITALISED_BEFORE.search(sentence.text[: match.start()])
+                after = _SURNAME_AFTER.match(sentence.text, match.end())
+                # "the Jeune Amelie", "Molloy Malony", "Madame de Raudon": another name's
+                # word; never "Basil Hallwerd" or "Sybil Vane", whose other words are the
+                # card's
+                other = not opens and bool(
+                    (before is not None and before.group(0).strip() not in book.words)
+                    or (after is not None and after.group(0).strip() not in book.words)
+                    or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
+                    or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
+                )
                 # A sentence's first word may be any capitalised word: counted only where
                 # it must be a name, so a slip repeated there still counts as a slip.
                 seen[word] += not opens
                 line = doc.blocks[sentence.block].line_at(sentence.start + match.start())
-                where.setdefault(word, []).append((path, line, sentence.text, titled, opens, named))
+                where.setdefault(word, []).append(
+                    (path, line, sentence.text, titled, opens, named, other)
+                )
     findings = []
     for word, count in sorted(seen.items()):
         lowered = word.lower()
@@ -187,8 +231,16 @@ def name_variants(
         ):
             continue
         near = book.near(word)
-        for path, line, text, titled, opens, named in where[word] if near else []:
-            if not _slip(book, word, near[0], titled, opens, named):
+        if (
+            near
+            and len(where[word]) > 1
+            and any(re.search(rf"\b{re.escape(near[0])}\b", w[2]) for w in where[word])
+        ):
+            # "how's Buty? Buty's my brother Bute": a variant used again, and once beside
+            # the name itself, is a pet name, not a slip
+            continue
+        for path, line, text, titled, opens, named, other in where[word] if near else []:
+            if other or not _slip(book, word, near[0], titled, opens, named):
                 continue
             findings.append(
                 {
