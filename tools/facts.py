@@ -157,6 +157,8 @@ _IDENTIFYING = re.compile(
     r"(?:no\s+other\s+than\s+|none\s+other\s+than\s+|no\s+less\s+a\s+person\s+than\s+)?$"
 )
 _IDENTIFYING_REACH = 60
+#: How a paragraph that names the one in view opens (a quick test before `_IDENTIFYING`).
+_OPENS_NAMING = re.compile(r"\s*(?:This|That|It|Such|His|Her|The)\b")
 #: "So Solomon, holding his", "Old Solomon, in his": a name, a comma and a participle or
 #: "in"/"with" opening the phrase a pronoun stands in.
 _NAME_AND_PARTICIPLE = re.compile(r"\b([A-Z][a-z]+),\s+(?:\w+ing|in|with)\b[^,.;:!?]*$")
@@ -197,6 +199,8 @@ _BARELY = frozenset("scarcely barely hardly only just not much above no higher".
 _SIZE_NOUNS = {"giant": "tall", "dwarf": "short"}
 #: "less than the middle height", "more than the common size".
 _LESS_MORE = {"less": "short", "more": "tall"}
+#: What follows the "of" of "of great stature", "of a smallish stature".
+_AFTER_STATURE_OF = frozenset(_STATURE_ADJECTIVES) | {"a", "an"}
 #: The words a height idiom opens with.
 _IDIOM_OPENERS = (
     frozenset({"of", "head", "taller"}) | _COMING | _REACHING | set(_SIZE_NOUNS) | set(_LESS_MORE)
@@ -400,6 +404,8 @@ class _Reader:
         if block_index >= len(self.doc.blocks):
             return None
         text = self.doc.blocks[block_index].text
+        if not _OPENS_NAMING.match(text):
+            return None  # most paragraphs: decided before the names are looked for
         for start, _, entity in _people(self.cast, text[: _IDENTIFYING_REACH * 2]):
             if _IDENTIFYING.search(text[:start]) and not entity.startswith(_STRANGER):
                 return entity
@@ -445,6 +451,7 @@ class _Reader:
                 | _spoken_of(block.text, voices.quotes)
             )
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
+            named_next = self._named_as_in_view(block_index + 1)  # once a paragraph
             for index in indexes:
                 sentence = self.doc.sentences[index]
                 mentions = [
@@ -459,7 +466,7 @@ class _Reader:
                     self.cast,
                     told,
                     earlier,
-                    self._named_as_in_view(block_index + 1),
+                    named_next,
                 )
                 for statement in context.read(sentence.start, sentence.end):
                     if statement[0].startswith(_STRANGER):
@@ -571,9 +578,10 @@ class _Context:
         tok = tokens[i]
         if not self._plain(tok):
             return []
-        idiom = self._height_idiom(tokens, i)
-        if idiom:
-            return idiom
+        if tok.low in _IDIOM_OPENERS:
+            idiom = self._height_idiom(tokens, i)
+            if idiom:
+                return idiom
         if tok.low in _RELATIVE_HEIGHT and i + 3 < len(tokens):
             norm, noun = tokens[i + 2], tokens[i + 3]
             if (
@@ -612,8 +620,8 @@ class _Context:
         "came scarcely to his shoulder", "a giant of a man". Each is read only whole, and
         only where its subject is plain."""
         tok = tokens[i]
-        if tok.low not in _IDIOM_OPENERS:
-            return []  # the common case, decided before anything is built
+        if tok.low == "of" and (i + 1 >= len(tokens) or tokens[i + 1].low not in _AFTER_STATURE_OF):
+            return []  # the common "of", decided before anything is built
         spoken = inside(self.quotes, tok.start)
 
         def words(at: int, count: int) -> list[str] | None:
@@ -2450,7 +2458,8 @@ class _Context:
     def _uncarded_doer(self, start: int, before: int) -> bool:
         """Whether a given name without a card opens the participle phrase the pronoun at
         `before` stands in: "So Solomon, holding his white head"."""
-        found = _NAME_AND_PARTICIPLE.search(self.text, start, before)
+        # a participle's phrase is short: look no further back than a line's length
+        found = _NAME_AND_PARTICIPLE.search(self.text, max(start, before - 80), before)
         if found is None:
             return False
         name = found.group(1)
