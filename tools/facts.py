@@ -651,10 +651,11 @@ class _Context:
                 owner, negated = self._subject_of(tokens, at, idiom=True)
                 return [] if negated else found(owner, value, at + 1)
             return self._noun_of_phrase(tokens, i, value, found, at + 1)
-        if tok.low in _LESS_MORE and words(i, 5) is not None:
-            phrase = words(i, 5) or []
+        if tok.low in _LESS_MORE:
+            phrase = words(i, 5)
             if (
-                phrase[1:3] == ["than", "the"]
+                phrase is not None
+                and phrase[1:3] == ["than", "the"]
                 and phrase[3] in _HEIGHT_NORMS
                 and phrase[4] in STATURE_NOUNS
             ):
@@ -1383,17 +1384,7 @@ class _Context:
                 value = n + 1
                 if value < len(tokens) and tokens[value].low in ("a", "an", "the"):
                     value += 1
-                for m in range(value, min(value + _VALUE_QUALIFIERS_MAX + 1, len(tokens))):
-                    if not self._gap_ok(tokens[m - 1], tokens[m]) or not self._plain(tokens[m]):
-                        return []
-                    if kind.classes(tokens[m].low):
-                        end = m + 1
-                        while end < len(tokens) and kind.classes(tokens[end].low):
-                            end += 1
-                        return self._value_words(tokens[m:end], kind)
-                    if tokens[m].low in _PHRASE_MODIFIER_BLOCKERS:
-                        return []
-                return []
+                return self._value_after_qualifiers(tokens, value, kind)
             if word in _NEGATIONS or word in _PHRASE_MODIFIER_BLOCKERS - {"and"}:
                 return []
             n += 1
@@ -1415,17 +1406,7 @@ class _Context:
         opening = n + 1
         if tokens[opening].low not in ("a", "an"):
             return []
-        for m in range(opening + 1, min(opening + 2 + _VALUE_QUALIFIERS_MAX, len(tokens))):
-            if not self._gap_ok(tokens[m - 1], tokens[m]) or not self._plain(tokens[m]):
-                return []
-            if kind.classes(tokens[m].low):
-                end = m + 1
-                while end < len(tokens) and kind.classes(tokens[end].low):
-                    end += 1
-                return self._value_words(tokens[m:end], kind)
-            if tokens[m].low in _PHRASE_MODIFIER_BLOCKERS:
-                return []
-        return []
+        return self._value_after_qualifiers(tokens, opening + 1, kind)
 
     def _simile_in_apposition(self, tokens: list[_Tok], i: int, kind: FactKind) -> list[_Tok]:
         """ "her eyes, blue as the summer sky, met his": a simile set off by a comma after
@@ -1485,11 +1466,16 @@ class _Context:
         """The value of "of that (peculiar) grey which…" from the "of" at `of_at`."""
         if of_at + 2 >= len(tokens) or tokens[of_at + 1].low != "that":
             return []
-        for n in range(of_at + 2, min(of_at + 2 + _VALUE_QUALIFIERS_MAX + 1, len(tokens))):
+        return self._value_after_qualifiers(tokens, of_at + 2, kind)
+
+    def _value_after_qualifiers(self, tokens: list[_Tok], start: int, kind: FactKind) -> list[_Tok]:
+        """The value a few plain qualifying words from `start` lead to ("peculiar grey",
+        "cold, light blue"), and the run it opens: "dark red which is almost brown" is red,
+        not dark. Nothing when a name, a clause break or a phrase's link comes first."""
+        for n in range(start, min(start + _VALUE_QUALIFIERS_MAX + 1, len(tokens))):
             if not self._gap_ok(tokens[n - 1], tokens[n]) or not self._plain(tokens[n]):
                 return []
             if kind.classes(tokens[n].low):
-                # the whole run: "of that dark red which is almost brown" is red, not dark
                 end = n + 1
                 while (
                     end < len(tokens)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -120,9 +121,10 @@ class _NameBook:
             frozenset(ignored),
         )
 
-    @property
+    @cached_property
     def words(self) -> frozenset[str]:
-        """Every word of every known name: "Basil", "Hallward", "Mrs.", "Fairfax"."""
+        """Every word of every known name: "Basil", "Hallward", "Mrs.", "Fairfax" (built
+        once: it is asked of every capitalised word of the book)."""
         return frozenset(w for name in self.known for w in name.split())
 
     def near(self, word: str) -> list[str]:
