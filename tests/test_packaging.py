@@ -14,7 +14,41 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# What the wheel is built from; `controlroom/` holds relative symlinks to these folders.
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "controlroom",
+    "api",
+    "domain",
+    "engine",
+    "eventstore",
+    "models",
+    "projections",
+    "prompts",
+    "recipes",
+    "tools",
+)
+
+
+def private_sources(tmp_path: Path) -> Path:
+    """A copy of what the wheel needs: setuptools writes `build/` and `*.egg-info` beside the
+    sources, so two tests building from the checkout at once (pytest-xdist) pull files out
+    from under each other."""
+    copy = tmp_path / "src"
+    copy.mkdir()
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache")
+    for name in SOURCES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, symlinks=True, ignore=junk)
+        else:
+            shutil.copy2(source, copy / name)
+    return copy
+
+
 def build_wheel(tmp_path: Path) -> Path:
+    sources = private_sources(tmp_path)
     built = subprocess.run(
         [
             sys.executable,
@@ -26,7 +60,7 @@ def build_wheel(tmp_path: Path) -> Path:
             "-q",
             "-w",
             str(tmp_path),
-            str(REPO),
+            str(sources),
         ],
         capture_output=True,
         text=True,
