@@ -1105,6 +1105,22 @@ def test_a_name_variant_inside_another_name_beside_the_name_or_a_rank_is_no_slip
     assert found == ["Amelya", "Crowley"]
 
 
+def test_a_towns_name_where_a_place_stands_is_no_slip(tmp_path: Path) -> None:
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nJane Osborne sat by the fire. The Prussians were three to one at "
+        "Jena, he said. Then the old man spoke of Jane again, and she wept. Jena dried her "
+        "eyes at last.\n"
+    )
+    known = {"Jane Osborne", "Jane", "Osborne"}
+    found = [
+        (v["found"], v["sentence"]) for v in name_variants(Workspace(tmp_path), ["ch.md"], known)
+    ]
+    # the town at Jena is Jena; "Jena dried her eyes" can only be Jane
+    assert found == [("Jena", "Jena dried her eyes at last.")]
+
+
 def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []

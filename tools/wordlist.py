@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 from controlroom.domain.user_cache import cache_folder, write_whole
 
@@ -21,11 +23,13 @@ from controlroom.domain.user_cache import cache_folder, write_whole
 _FEWEST_WORDS = 1000
 
 
-def _kept(name: str, build: Callable[[], frozenset[str]]) -> frozenset[str]:
-    """`build()`, kept as a file of one word a line under a name its source's version
-    fixes: a new `english-words` release builds it afresh."""
+def _kept(
+    name: str, build: Callable[[], frozenset[str]], source: str = "english-words"
+) -> frozenset[str]:
+    """`build()`, kept as a file of one word a line under a name the version of its source
+    package fixes: a new release of that package builds it afresh."""
     try:
-        version = importlib.metadata.version("english-words")
+        version = importlib.metadata.version(source)
     except importlib.metadata.PackageNotFoundError:
         return build()
     path = cache_folder("wordlists") / f"{name}-{version}.txt"
@@ -71,3 +75,36 @@ def proper_names() -> frozenset[str]:
 def is_given_name(word: str) -> bool:
     """`word` is a capitalised name in the list and no ordinary word: "Helen", not "Grace"."""
     return word in proper_names()
+
+
+@cache
+def place_names() -> frozenset[str]:
+    """Towns of 15,000 people or more, and countries, as GeoNames (geonames.org, CC BY 4.0)
+    names them in the data the pinned `geotext` package ships: "Jena", "Paris", "Prussia"
+    is not one (a country of old), "Germany" is."""
+    return _kept("places", _geonames, source="geotext")
+
+
+def _geonames() -> frozenset[str]:
+    # The data is read where the package keeps it: importing `geotext` builds its own
+    # index of every file (a second or so), which is not what is wanted here.
+    spec = importlib.util.find_spec("geotext")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    if not folders:
+        return frozenset()
+    data = Path(folders[0]) / "data"
+    names: set[str] = set()
+    with (data / "cities15000.txt").open(encoding="utf-8") as towns:
+        for line in towns:
+            columns = line.split("\t", 3)  # id, name, ASCII name, ...
+            names.update(columns[1:3])
+    with (data / "countryInfo.txt").open(encoding="utf-8-sig") as countries:
+        for line in countries:
+            if not line.startswith("#"):
+                names.add(line.split("\t")[4])
+    return frozenset(name for name in names if name)
+
+
+def is_place_name(word: str) -> bool:
+    """`word` names a town or a country: "Jena", "Brussels"."""
+    return word in place_names()

@@ -22,7 +22,7 @@ from controlroom.tools.builtin.canon_checker import (
 from controlroom.tools.canon import HONORIFICS
 from controlroom.tools.text import read_document
 from controlroom.tools.vocabulary import describes_the_person
-from controlroom.tools.wordlist import is_common_word
+from controlroom.tools.wordlist import is_common_word, is_place_name
 from controlroom.tools.workspace import Workspace
 
 #: A capitalised word; a hyphen joins it to another ("Jean-Paul"), a double one is a dash.
@@ -35,6 +35,11 @@ _CAPITALISED_BEFORE = re.compile(r"(?<![.!?:;“\"‘(—–-])[ \t]+[A-Z][a-z]+
 _OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
 #: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
 _PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
+#: "three to one at Jena", "the road to Brussels": where a town's name stands.
+_PLACE_BEFORE = re.compile(
+    r"\b(?:at|in|into|to|from|near|towards?|through|of|beyond|outside|round|via)[ \t]+$",
+    re.IGNORECASE,
+)
 
 
 _VOWELS = frozenset("aeiouy")
@@ -207,11 +212,20 @@ def name_variants(
                 # "the Jeune Amelie", "Molloy Malony", "Madame de Raudon": another name's
                 # word; never "Basil Hallwerd" or "Sybil Vane", whose other words are the
                 # card's
-                other = not opens and bool(
-                    (before is not None and before.group(0).strip() not in book.words)
-                    or (after is not None and after.group(0).strip() not in book.words)
-                    or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
-                    or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
+                other = (
+                    not opens
+                    and bool(
+                        (before is not None and before.group(0).strip() not in book.words)
+                        or (after is not None and after.group(0).strip() not in book.words)
+                        or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
+                        or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
+                        # "three to one at Jena": a town's or a country's name where a place
+                        # stands is no slip for "Jane" (the list is read only for such words)
+                        or (
+                            bool(_PLACE_BEFORE.search(sentence.text[: match.start()]))
+                            and is_place_name(word)
+                        )
+                    )
                 )
                 # A sentence's first word may be any capitalised word: counted only where
                 # it must be a name, so a slip repeated there still counts as a slip.
