@@ -1121,6 +1121,32 @@ def test_a_towns_name_where_a_place_stands_is_no_slip(tmp_path: Path) -> None:
     assert found == [("Jena", "Jena dried her eyes at last.")]
 
 
+def test_height_fronted_compared_with_everyone_grown_to_or_of_stature() -> None:
+    # SILAS's card says short, MARTHA's tall: each sentence contradicts it, or says nothing
+    for said, card, expected in (
+        ("Tall and gaunt, Silas stood at the door.", SILAS, ["Silas Brand:height:tall"]),
+        ("Silas was taller than any man in the parish.", SILAS, ["Silas Brand:height:taller"]),
+        ("Silas had grown tall.", SILAS, ["Silas Brand:height:tall"]),
+        (
+            "Silas was a man of commanding height.",
+            SILAS,
+            ["Silas Brand:height:of commanding height"],
+        ),
+        ("Martha was small of stature.", MARTHA, ["Martha Quill:height:small"]),
+        ("Martha was short in stature.", MARTHA, ["Martha Quill:height:short"]),
+        # not said of anyone, or no height
+        ("Tall trees lined the road, and Silas walked on.", SILAS, []),
+        ("Tall grasses, Silas said, hid the path.", SILAS, []),
+        ("Silas was taller than Tom.", SILAS, []),
+        ("Silas had grown taller.", SILAS, []),
+        ("Short of breath, Silas sat down.", SILAS, []),
+        ("Small wonder, Silas thought, that she left.", SILAS, []),
+        ('"Tall and thin, Silas is," said Martha.', SILAS, []),
+        ("Dark and tall, the house stood above us, and Silas knocked.", SILAS, []),
+    ):
+        assert conflicts(said + "\n", card) == expected, said
+
+
 def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []

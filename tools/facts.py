@@ -41,6 +41,7 @@ from controlroom.tools.vocabulary import (
 from controlroom.tools.voices import (
     FIRST_PERSON,
     SECOND_PERSON,
+    SPEECH_VERBS,
     Voices,
     sections,
     untagged_speech,
@@ -182,7 +183,7 @@ _FORMERLY = frozenset("once formerly originally then".split())
 _STATURE_ADJECTIVES = {
     **dict.fromkeys(
         "great unusual uncommon considerable remarkable lofty gigantic extraordinary "
-        "immense goodly".split(),
+        "immense goodly commanding".split(),
         "tall",
     ),
     **dict.fromkeys(
@@ -256,6 +257,28 @@ _PERSON_NOUNS = frozenset(
     "scrap".split()
 )
 _SUPERLATIVES = frozenset("tallest shortest".split())
+#: "taller than any man in the parish": a comparison with everyone is a superlative.
+_COMPARATIVES = {"taller": "tall", "shorter": "short"}
+_EVERYONE = frozenset("any anyone anybody all every everyone everybody most other others".split())
+#: What may open a sentence before a fronted height or colour word, or join it to the
+#: next one: "Very tall and gaunt, Silas stood at the door".
+_FRONTED_FILLERS = frozenset(
+    "very so too rather quite extremely exceedingly remarkably unusually uncommonly and "
+    "but yet though".split()
+)
+#: Words no fronted adjective phrase holds: it has no article, possessive, preposition or
+#: verb of saying ("Tall trees lined the road, Silas said" is no one's height).
+_NOT_IN_A_FRONTED_PHRASE = frozenset(
+    "a an the his her their its my your our this that these those of in on at to with by "
+    "from for said says was were is are had has have".split()
+)
+#: Verbs of an aside that tells who thinks what: "Tall grasses, Silas thought, hid it".
+_THINKING = frozenset(
+    "thought thinks knew knows felt feels supposed supposes believed believes reflected "
+    "fancied fancies saw sees noticed noticed observed observes remembered".split()
+)
+#: Words a fronted phrase may run to before its comma.
+_FRONTED_WORDS_MAX = 4
 _STRUCK = frozenset("struck strikes impressed impresses".split())
 #: How many words back from "with" or "had" its subject may stand: "Dora is nineteen, of
 #: the middle height, with dark-brown hair".
@@ -537,6 +560,8 @@ class _Context:
                 if head is not None:
                     out.append(head)
             predicate = PREDICATE_WORDS.get(tok.low)
+            if tok.low in _COMPARATIVES and self._beyond_everyone(tokens, i):
+                predicate = HEIGHT
             if (
                 predicate is not None
                 and self._plain(tok)
@@ -548,7 +573,7 @@ class _Context:
                 if owner is None and not negated and predicate is HANDEDNESS:
                     owner = self._doer(tokens, i)
                 if owner:
-                    classes = predicate.classes(tok.low)
+                    classes = predicate.classes(_COMPARATIVES.get(tok.low, tok.low))
                     words = tok.low
                     if negated:
                         classes, words = predicate.negated(classes), f"not {tok.low}"
@@ -1097,7 +1122,18 @@ class _Context:
             return False  # "a little surprised", "a small room"
         if nxt is None or not self._gap_ok(tokens[i], nxt):
             return True
-        return before_noun or nxt.low in ("for", "and")
+        return before_noun or nxt.low in ("for", "and") or self._of_stature(tokens, i)
+
+    def _of_stature(self, tokens: list[_Tok], i: int) -> bool:
+        """ "small of stature", "short in stature": the height word's own measure."""
+        following = tokens[i + 1 : i + 3]
+        return (
+            len(following) == 2
+            and following[0].low in ("of", "in")
+            and following[1].low in ("stature", "height")
+            and self._gap_ok(tokens[i], following[0])
+            and self._gap_ok(following[0], following[1])
+        )
 
     def _value_words(self, words: Sequence[_Tok], kind: FactKind) -> list[_Tok]:
         values = [w for w in words if self._plain(w) and kind.classes(w.low)]
@@ -1866,8 +1902,70 @@ class _Context:
     ) -> tuple[str | None, bool]:
         owner, negated = self._subject_walk(tokens, i, idiom=idiom)
         if owner is None and not negated and not idiom:
-            owner = self._stranger_named_later(tokens, i)
+            owner = self._fronted(tokens, i) or self._stranger_named_later(tokens, i)
         return owner, negated
+
+    def _beyond_everyone(self, tokens: list[_Tok], i: int) -> bool:
+        """ "taller than any man in the parish", "shorter than all the others"."""
+        following = tokens[i + 1 : i + 3]
+        return (
+            tokens[i].low in _COMPARATIVES
+            and not (i and tokens[i - 1].low == "head")  # "a head taller": the idiom's
+            and len(following) == 2
+            and following[0].low == "than"
+            and following[1].low in _EVERYONE
+            and self._gap_ok(tokens[i], following[0])
+            and self._gap_ok(following[0], following[1])
+        )
+
+    def _fronted(self, tokens: list[_Tok], i: int) -> str | None:
+        """ "Tall and gaunt, Silas stood at the door", "Very grey-eyed and silent, he
+        waited": an adjective phrase opening the sentence, then a comma, describes the
+        subject named or told right after it. Outside speech only."""
+        if inside(self.quotes, tokens[i].start):
+            return None
+        for k in range(i):
+            if tokens[k].low not in _FRONTED_FILLERS or not self._gap_ok(tokens[k], tokens[k + 1]):
+                return None
+            if self.text[tokens[k].end : tokens[k + 1].start].strip():
+                return None
+        if i == 0 and self.text[self.sentence_start : tokens[0].start].strip(" \t\n\"“‘'("):
+            return None
+        j = i
+        while True:
+            if j + 1 >= len(tokens):
+                return None
+            gap = self.text[tokens[j].end : tokens[j + 1].start].strip()
+            if gap == ",":
+                break
+            if gap or j - i >= _FRONTED_WORDS_MAX:
+                return None
+            j += 1
+            word = tokens[j]
+            if (
+                not self._plain(word)
+                or word.low in _NOT_IN_A_FRONTED_PHRASE
+                or word.low in _PERSON_NOUNS
+            ):
+                return None
+        subject = tokens[j + 1]
+        if j + 2 >= len(tokens) or not self._gap_ok(subject, tokens[j + 2]):
+            return None  # "Tall, Silas." is no sentence with a verb
+        verb = tokens[j + 2]
+        if (
+            verb.low in SPEECH_VERBS
+            or verb.low in _THINKING
+            or "," in self.text[subject.end : verb.start]
+        ):
+            return None  # "Tall grasses, Silas said, hid the path": an aside, not a subject
+        entity = self._mention_at(subject)
+        if entity:
+            return entity
+        if subject.low in FIRST_PERSON:
+            return self._person(subject)
+        if subject.low in _SUBJECTS:
+            return self._resolve(_SUBJECTS[subject.low], subject.start)
+        return None
 
     def _stranger_of_noun(self, tokens: list[_Tok], noun: int) -> str | None:
         """The one a stranger's noun phrase ("a small, quiet person", "a tall gentleman")
@@ -1919,6 +2017,8 @@ class _Context:
             nxt is not None
             and nxt.low in ("of", "with", "by", "to", "in", "on", "than")
             and not superlative_of
+            and not self._of_stature(tokens, i)
+            and not self._beyond_everyone(tokens, i)
         ):
             return None, False
         if nxt is not None and not self.text[tokens[i].end : nxt.start].strip():
@@ -2041,6 +2141,13 @@ class _Context:
             elif word.low in ("a", "an", "the"):
                 attributive = False
             elif word.low in _ADVERBS or word.low in _SUBJECT_WALK_WORDS:
+                pass
+            elif (
+                word.low in ("have", "has", "had")
+                and tokens[j + 1].low == "grown"
+                and self._gap_ok(word, tokens[j + 1])
+            ):
+                # "Silas had grown tall": grown to it, and so it still
                 pass
             elif self._been_after(tokens, j) and (
                 word.low in ("have", "has") or (word.low == "had" and tokens[i].low in _HANDS)
