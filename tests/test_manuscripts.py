@@ -286,3 +286,23 @@ def test_chapters_in_book_or_part_folders_follow_the_folders_order(tmp_path: Pat
         (parts / path).write_text("# Chapter\n\nText.\n")
     layout = detect_layout(Workspace(parts))
     assert [u.number for u in layout.units] == [1, 8, 15]
+
+
+def test_a_sentence_ends_before_a_title_and_never_after_one() -> None:
+    from controlroom.tools.text import split_sentences
+
+    text = (
+        "He was poor. Mr. Smith was rich. She went home! Mrs. Prideaux followed. "
+        '"I know." Dr. Lane came. Mr. and Mrs. Hale sat down.'
+    )
+    assert [s for _, s in split_sentences(text)] == [
+        "He was poor.",
+        "Mr. Smith was rich.",
+        "She went home!",
+        "Mrs. Prideaux followed.",
+        '"I know."',
+        "Dr. Lane came.",
+        "Mr. and Mrs. Hale sat down.",
+    ]
+    # each sentence is found where it stands in the paragraph
+    assert all(text[start:].startswith(s) for start, s in split_sentences(text))

@@ -26,9 +26,13 @@ _TITLE_LINE = re.compile(
     r"^(?:chapter|scene|part|book|prologue|epilogue|interlude)\b[\w .:,'’\-–—]{0,80}$",
     re.IGNORECASE,
 )
+_TITLE_ABBREVIATIONS = r"(?:Mr|Mrs|Ms|Messrs|Mme|Mlle|Dr|St|Mt|Capt|Col|Gen|Lt|Sgt|Rev|Prof|Hon)"
 #: blingfire ends a sentence after a title it does not know ("... times. Mr." | "Gray came").
-_TITLES_BEFORE_NAMES = re.compile(
-    r"(?:^|\s)(?:Mr|Mrs|Ms|Messrs|Mme|Mlle|Dr|St|Mt|Capt|Col|Gen|Lt|Sgt|Rev|Prof|Hon|Sr|Jr)\.$"
+_TITLES_BEFORE_NAMES = re.compile(r"(?:^|\s)(?:" + _TITLE_ABBREVIATIONS + r"|Sr|Jr)\.$")
+#: ... and never before one: "He was poor. Mr. Smith was rich." is two sentences. A word's
+#: last letter ends the one before, so "Mr. and Mrs. Smith" and "J. Smith" stay whole.
+_SENTENCE_BEFORE_A_TITLE = re.compile(
+    r"(?<=[a-z][.!?])(?:[\"”’']?)\s+(?=" + _TITLE_ABBREVIATIONS + r"\.\s+(?:[A-Z]|and\s))"
 )
 
 
@@ -160,7 +164,12 @@ def split_sentences(text: str) -> list[tuple[int, str]]:
     # blingfire (with numpy, ~80 ms) is imported by the first text split, not at start-up.
     import blingfire
 
-    pieces = [p for p in blingfire.text_to_sentences(text).split("\n") if p.strip()]
+    pieces = [
+        part
+        for piece in blingfire.text_to_sentences(text).split("\n")
+        for part in _split_before_titles(piece)
+        if part.strip()
+    ]
     merged: list[str] = []
     for piece in pieces:
         if merged and _TITLES_BEFORE_NAMES.search(merged[-1]):
@@ -181,6 +190,18 @@ def split_sentences(text: str) -> list[tuple[int, str]]:
         found.append((start, text[start:end]))
         position = end
     return found
+
+
+def _split_before_titles(piece: str) -> list[str]:
+    if ". " not in piece and "! " not in piece and "? " not in piece:
+        return [piece]
+    parts: list[str] = []
+    start = 0
+    for boundary in _SENTENCE_BEFORE_A_TITLE.finditer(piece):
+        parts.append(piece[start : boundary.start() + len(boundary.group(0).rstrip())].strip())
+        start = boundary.end()
+    parts.append(piece[start:])
+    return parts
 
 
 @lru_cache(maxsize=512)
