@@ -197,6 +197,24 @@ def test_a_chapter_the_outline_does_not_have_is_a_clear_error() -> None:
         TOOLS.execute("file_locator", {"scope": {"chapter_number": 9}}, ws)
 
 
+def test_a_scope_number_that_is_no_whole_number_is_refused_not_widened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = Workspace(DORIAN)
+    for bad in ("abc", "2.5", True, 2.5, ["x"]):
+        key = "chapter_numbers" if isinstance(bad, list) else "chapter_number"
+        with pytest.raises(ToolError, match=f"{key} must be a whole number"):
+            TOOLS.execute("file_locator", {"scope": {key: bad}}, ws)
+    out = TOOLS.execute("file_locator", {"scope": {"chapter_number": "3"}}, ws).output
+    assert out["scope"] == "limited to chapter 3"  # a number sent as text is still one
+    # through the CLI: the run stops in phase A, before any agent, naming the argument
+    workspace = tmp_path / "dorian"
+    shutil.copytree(DORIAN, workspace, ignore=shutil.ignore_patterns(".control-room"))
+    code = main(["run", "analytical_prose", "--arg", "chapter_number=abc", "-w", str(workspace)])
+    assert code != 0
+    assert "chapter_number must be a whole number" in capsys.readouterr().err
+
+
 def test_workspace_check_shows_the_layout_and_fails_on_an_empty_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

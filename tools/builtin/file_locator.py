@@ -13,6 +13,7 @@ over the store's limit.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -47,16 +48,31 @@ class FileLocatorArgs(ToolArgs):
     require: list[Need] = Field(default_factory=list)
 
 
+def _whole_number(key: str, value: JsonValue) -> int:
+    """A scope number as given: 4, or "4" (a form or a query string sends text). Anything
+    else is refused, naming the argument: a scope silently widened to every unit would run
+    (and pay for) work nobody asked for."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise ToolError(
+        "file_locator", f"{key} must be a whole number, like {key}=4 (got {json.dumps(value)})"
+    )
+
+
 def _numbers(scope: dict[str, JsonValue]) -> list[int]:
     found: list[int] = []
     for key in _NUMBER_KEYS:
         value = scope.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            found.append(value)
+        if value is not None:
+            found.append(_whole_number(key, value))
     for key in _LIST_KEYS:
         value = scope.get(key)
-        if isinstance(value, list):
-            found.extend(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+        if value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        found.extend(_whole_number(key, v) for v in items)
     return list(dict.fromkeys(found))
 
 
