@@ -134,10 +134,10 @@ def cmd_runs(ns: argparse.Namespace) -> int:
     with read_views(ctx) as views:
         rows = views.query.runs(ns.status, ns.recipe, ns.limit or None, ns.before)
         older = views.query.count_runs(ns.status, ns.recipe, rows[0].run_id) if rows else 0
-    if ns.json:
-        emit_json([r.model_dump(mode="json") for r in rows])
-        return EXIT_DONE
-    print_runs_page([r.model_dump(mode="json") for r in rows], older)
+        if ns.json:
+            emit_json([r.model_dump(mode="json") for r in rows])
+            return EXIT_DONE
+        print_runs_page([r.model_dump(mode="json") for r in rows], older, views.query.state_of)
     return EXIT_DONE
 
 

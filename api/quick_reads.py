@@ -70,7 +70,7 @@ def cmd_runs(ns: argparse.Namespace) -> int:
             if views is not None and (ns.before is None or has_run(views, ns.before)):
                 rows = list_runs(views, ns.status, ns.recipe, ns.limit or None, ns.before)
                 older = count_runs(views, ns.status, ns.recipe, rows[0]["run_id"]) if rows else 0
-                print_runs_page(rows, older)
+                print_runs_page(rows, older, _states(views))
                 return EXIT_DONE
     from controlroom.api.inspect_cli import cmd_runs as full_runs
 

@@ -4,6 +4,7 @@ typed reads and the quick ones (api/quick_reads.py), so both always print alike.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,12 +101,23 @@ def print_run(view: dict[str, Any]) -> None:
         print(f"  locate it with `controlroom replay {view['run_id']} --verify`")
 
 
-def print_runs(rows: list[dict[str, Any]]) -> None:
+#: A run's folded state by its id (None: no such run): what a list row does not carry.
+StateOf = Callable[[str], dict[str, Any] | None]
+
+
+def print_runs(rows: list[dict[str, Any]], state_of: StateOf | None = None) -> None:
     if not rows:
         print("no runs")
     for r in rows:
         note = f"  ({r['damage']})" if r.get("damage") else ""
         stalled = stall_note(r)
+        if stalled and state_of is not None:
+            # a row does not say whether the run waits on a person: read its state, for
+            # the few rows that look stalled only
+            state = state_of(r["run_id"]) or {}
+            wait = (state.get("run") or {}).get("waiting_for_person")
+            if wait:
+                stalled = stall_note({**r, "waiting_for_person": wait})
         if stalled:
             note = f"  ({stalled})"
         print(
@@ -114,9 +126,11 @@ def print_runs(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def print_runs_page(rows: list[dict[str, Any]], older: int) -> None:
+def print_runs_page(
+    rows: list[dict[str, Any]], older: int, state_of: StateOf | None = None
+) -> None:
     """A page of runs, and when older ones are left out, how many and how to see them."""
-    print_runs(rows)
+    print_runs(rows, state_of)
     if rows and older:
         print(
             f"({older} older {'run' if older == 1 else 'runs'} not shown: "
@@ -129,6 +143,13 @@ def stall_note(run: dict[str, Any]) -> str | None:
     stalled = not_advancing(run)
     if stalled is None:
         return None
+    wait = run.get("waiting_for_person")
+    if wait:
+        # its process ended on purpose: the run waits for an answer, not for a process
+        return (
+            f"waiting for a person ({wait.get('owner') or 'user'}): answer with "
+            f'`controlroom issues answer {wait.get("issue_id")} "RESOLUTION"`'
+        )
     if not run.get("owner"):  # queued, or released by a worker that stopped
         return (
             "queued: no process holds it; a worker takes it (`controlroom worker`), or run "

@@ -84,6 +84,11 @@ def test_a_failing_writer_climbs_every_rung_waits_exit_3_and_an_answer_finishes_
     assert calls == ["consult#1", "synthesis", "triage"]
     shown = cli("show", run.stdout.split(":")[0], "-w", str(ws))
     assert "ladder consult" in shown.stdout and "waiting for a person" in shown.stdout
+    # its process ended on purpose: no word of a dead process or a worker to take it over
+    listed = cli("runs", "-w", str(ws))
+    for text in (shown.stdout, listed.stdout):
+        assert "not advancing" not in text and "is gone" not in text, text
+        assert f"issues answer {issue.originator_id}" in text, text
 
     refused = cli(
         "issues", "answer", issue.originator_id, "go", "--model", "offline:nope", "-w", str(ws)
