@@ -394,7 +394,10 @@ class TreeBudgetExceededError(ControlRoomError):
     def __init__(self, root_run_id: str, spent: str) -> None:
         super().__init__(
             f"the budget of run tree {root_run_id} is spent ({spent}); no further model call "
-            f"is made (raise the root's budget_usd / budget_tokens and retry)"
+            f"is made. To go on with a larger budget, fork the root from the step that "
+            f"stopped: `controlroom fork {root_run_id} --from STEP --arg budget_usd=N` "
+            f"(or budget_tokens=N; the steps before STEP are copied, not paid for again); "
+            f"`retry` keeps the budget it had"
         )
 
 

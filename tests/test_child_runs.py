@@ -501,6 +501,7 @@ def test_a_tree_over_its_budget_stops_before_the_next_model_call(ctx: Context) -
     root = _drive(ctx, "chapter_revision", scene_number=1, budget_tokens=1)
     assert (root.status, root.outcome) == (RunStatus.FAILED, 11)
     assert "budget of run tree" in (root.error or "")
+    assert f"controlroom fork {root.id} --from STEP --arg budget_usd=N" in (root.error or "")
     tree = list(tree_runs(ctx.store, root))
     replies = [e for r in tree for e in ctx.store.stream(r.id) if isinstance(e, AgentResponded)]
     # The first call spent the budget; none was made after it (tree-wide, across runs).
