@@ -257,6 +257,13 @@ _PERSON_NOUNS = frozenset(
     "scrap".split()
 )
 _SUPERLATIVES = frozenset("tallest shortest".split())
+#: What makes "little" fondness or scorn, not size: "a silly little thing".
+_FOND_OR_SCORNFUL = frozenset(
+    "silly poor dear sweet pretty foolish stupid naughty wretched good nice funny odd queer "
+    "clever vain proud timid brave merry wicked helpless darling precious tiresome".split()
+)
+#: Words that count hairs one by one: "her one grey hair", "a few white hairs".
+_COUNTED = frozenset("one single few two three several stray first".split())
 #: "taller than any man in the parish": a comparison with everyone is a superlative.
 _COMPARATIVES = {"taller": "tall", "shorter": "short"}
 _EVERYONE = frozenset("any anyone anybody all every everyone everybody most other others".split())
@@ -1107,6 +1114,8 @@ class _Context:
             # "a little, bent, brisk old gentleman" is short; "a little girl" is young, and
             # "a little woman", "a little gentleman" are as often praise as a measure.
             intensified = i > 0 and tokens[i - 1].low in _INTENSIFIERS  # "a very little man"
+            if i > 0 and tokens[i - 1].low in _FOND_OR_SCORNFUL:
+                return False  # "a silly little thing", "poor little soul": a judgement
             before_noun = (nxt is not None and nxt.low == "thing") or (  # "a little thing"
                 nxt is not None
                 and (nxt.low not in _PERSON_NOUNS or intensified)
@@ -1145,6 +1154,14 @@ class _Context:
     def _gap_ok(self, a: _Tok, b: _Tok) -> bool:
         return not _CLAUSE_BREAK.search(self.text[a.end : b.start])
 
+    @staticmethod
+    def _strands(before: Sequence[_Tok], cue: _Tok) -> bool:
+        """Whether "hair" is counted ("her one grey hair", "a few white hairs", "a grey
+        hair"): hairs one by one say nothing of a head's colour."""
+        if any(word.low in _COUNTED for word in before):
+            return True
+        return cue.low == "hair" and bool(before) and before[0].low in ("a", "an")
+
     def _noun_phrase(self, tokens: list[_Tok], i: int, kind: FactKind) -> _Found | None:
         cue = tokens[i]
         before: list[_Tok] = []
@@ -1159,6 +1176,8 @@ class _Context:
             before.insert(0, tokens[j])
             j -= 1
         values = self._value_words(before, kind)
+        if kind is HAIR and self._strands(before, cue):
+            return None  # "pulled her one grey hair out": a strand, not the hair's colour
         phrase_start = before[0] if before else cue
         phrase_end = cue
         exclaimed = self._exclaimed(tokens, i, kind)
@@ -2428,6 +2447,11 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
+                if self._stranger_beside(gender, start, before):
+                    # "It was Bob's wife who opened the door to Maggie. She was a tiny
+                    # woman": someone unnamed of that sex, in the sentence that names the
+                    # one person, may as well be the one meant
+                    return None
                 if all(self._perceives(e) for _, e, _ in told):
                     # "Jane Fairfax was very elegant … Emma could not but feel all this; and
                     # then, her face": the one who looks is seldom the one described; the
@@ -2498,6 +2522,30 @@ class _Context:
                 return True
             if count >= _PERCEIVER_WORDS or low not in _PERCEIVER_FILLERS:
                 return False
+        return False
+
+    def _stranger_beside(self, gender: Gender | None, start: int, end: int) -> bool:
+        """Whether `start:end` (narration) holds someone of `gender` it does not name, as
+        the subject of a clause or brought in by "it was" or "there was": "It was Bob's
+        wife who opened the door to Maggie", "it was a stranger who was pursuing me", "the
+        woman looked up". Not "Tom was a good man" nor "to admire in her father"."""
+        unnamed = _ONE_UNNAMED_PERSON.get(gender or "")
+        if unnamed is None:
+            return False
+        for found in unnamed.finditer(self.text, start, end):
+            if inside(self.quotes, found.start()) or found.group(0)[0].isupper():
+                continue  # "My dear Sister, —": one addressed, or a title
+            if _NAME_AFTER.match(self.text, found.end()):
+                continue  # "my sister Anne": the name's own
+            reach = self.text[max(start, found.start() - 60) : found.start()]
+            if _BROUGHT_IN.search(reach):
+                return True
+            opening = _CLAUSE_OPENING.search(self.text, start, found.start())
+            clause = opening.end() if opening else start
+            if _AS_SUBJECT.fullmatch(self.text, clause, found.start()) and not _OF_AFTER.match(
+                self.text, found.end()
+            ):
+                return True
         return False
 
     def _unnamed_before(self, gender: Gender | None, before: int) -> bool:
@@ -2701,6 +2749,36 @@ _ONE_UNNAMED: dict[str, str] = {
     "she": "woman lady girl maid maiden lass mother sister daughter aunt wife mistress queen "
     "housekeeper nurse governess widow stranger servant visitor landlady",
 }
+#: Someone new brought in: "it was a stranger", "there was a woman at the door", "it was
+#: Bob's wife".
+_BROUGHT_IN = re.compile(
+    r"\b(?:it|there|this|that)\s+(?:was|is|were|came)\s+(?:(?:a|an|the|some|[A-Z]\w*['’]s|"
+    r"his|her|their)\s+)?(?:[a-z][\w-]*,?\s+){0,3}$",
+    re.IGNORECASE,
+)
+#: Where a clause begins within a sentence: after a stop, a semicolon, a colon, a dash, or
+#: a comma with a conjunction.
+_STOP = r"(?:(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)\.|[;:!?—–]|--)"
+_CLAUSE_OPENING = re.compile(
+    rf"(?:{_STOP}|,\s+(?:and|but|while|when|as|then|so)\b)[\s\"“”'’]*(?!.*(?:{_STOP}"
+    r"|,\s+(?:and|but|while|when|as|then|so)\b))",
+    re.DOTALL,
+)
+#: Words between a determiner and its person noun: adjectives, never a preposition, a
+#: pronoun or another determiner ("Bingley's attention to her sister" is no subject).
+_ADJECTIVE_ONLY = (
+    r"(?:(?!(?:to|of|in|on|at|by|with|for|from|her|his|their|its|the|a|an|and|or|that|"
+    r"who|which)\b)[a-z][\w-]*,?\s+){0,3}"
+)
+#: A person noun as its clause's subject: "A woman looked up", "and his wife said", "Bob's
+#: wife opened the door". Not after "the": "The poor girl's wretchedness" is as often
+#: the one just named.
+_AS_SUBJECT = re.compile(
+    r"[\s\"“”'’(]*(?:(?i:and|but|then|so|when|while|as)\s+)?(?:(?:(?i:a|an|his|her|their|"
+    r"my|our|your)|[A-Z]\w*['’]s)\s+)" + _ADJECTIVE_ONLY,
+)
+_OF_AFTER = re.compile(r"\s+of\b")
+_NAME_AFTER = re.compile(r"[ \t]+[A-Z][a-z]")
 #: Also in play, though no one of them alone: several ("the men"), or one addressed ("sir").
 _MORE_UNNAMED = {"he": "men gentlemen sir", "she": "women ladies"}
 

@@ -221,11 +221,15 @@ def read_document(text: str) -> Document:
 
 def quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Spans of a paragraph inside double quotation marks, or, in a paragraph with none,
-    inside curly single ones (‘…’, as British editions print speech). A straight single
-    quote doubles as an apostrophe, so it is never paired. A quote still open at the
-    paragraph's end runs to its end, as in prose where speech goes on."""
-    if "‘" in text and not any(mark in text for mark in '“"'):
-        return _single_quoted_spans(text)
+    inside single ones (‘…’, as British editions print speech, or '…' as plain-text
+    editions do). A single quote doubles as an apostrophe, so it closes only where no
+    letter follows it. A quote still open at the paragraph's end runs to its end, as in
+    prose where speech goes on."""
+    if not any(mark in text for mark in '“"'):
+        if "‘" in text:
+            return _single_quoted_spans(text)
+        if "'" in text:
+            return _single_quoted_spans(text, "'", "'")
     spans: list[tuple[int, int]] = []
     opened: int | None = None
     closer = ""
@@ -241,16 +245,33 @@ def quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-def _single_quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
+def _single_quoted_spans(
+    text: str, opener: str = "‘", closer: str = "’"
+) -> tuple[tuple[int, int], ...]:
     """ "‘Dora,’ said I, ‘you don’t mean it.’": a ’ closes only where no letter follows it
-    (in "don’t" it is an apostrophe)."""
+    (in "don’t" it is an apostrophe). A straight quote opens only before a letter and
+    never an elision ("'tis", "'em"), and closes only after punctuation."""
     spans: list[tuple[int, int]] = []
     opened: int | None = None
     for i, ch in enumerate(text):
         if opened is None:
-            if ch == "‘" and (i == 0 or not text[i - 1].isalnum()):
+            if (
+                ch == opener
+                and (i == 0 or not text[i - 1].isalnum())
+                and not (opener == "'" and _ELISION.match(text, i + 1))
+            ):
                 opened = i
-        elif ch == "’" and (i + 1 == len(text) or not text[i + 1].isalpha()):
+        elif (
+            ch == closer
+            and (i + 1 == len(text) or not text[i + 1].isalpha())
+            # a plain quote after a letter is an elision ("cud a' dood it", "goin' home"):
+            # speech in plain-text editions closes after its punctuation
+            and not (
+                closer == "'"
+                and text[i - 1].isalpha()
+                and (i + 1 == len(text) or text[i + 1] not in ",.;:!?")
+            )
+        ):
             # (a plural's apostrophe, "the girls’ hats", closes a quote early: rare in speech)
             quoted = text[opened + 1 : i]
             if " " in quoted.strip() or quoted.rstrip()[-1:] in tuple(",.!?;:—-"):
@@ -260,6 +281,14 @@ def _single_quoted_spans(text: str) -> tuple[tuple[int, int], ...]:
     if opened is not None:
         spans.append((opened, len(text)))
     return tuple(spans)
+
+
+#: What a straight quote before a word may elide rather than open: "'tis", "'Twas", "'em".
+_ELISION = re.compile(
+    r"(?:tis|twas|twere|twill|twould|em|cause|un|ee|ere|prentice|bout|gainst|neath|twixt|"
+    r"s|t|d|ll|ve|re|m)\b|[^A-Za-z]",
+    re.IGNORECASE,
+)
 
 
 def inside(spans: tuple[tuple[int, int], ...], offset: int) -> bool:

@@ -13,7 +13,7 @@ Negation narrows a value rather than being dropped: "not tall" is middle height 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Placement = Literal["modifier", "predicate"]
@@ -39,6 +39,12 @@ class FactKind:
     suffixes: tuple[str, ...] = ()
     #: "not tall" says something (middle height or short); "not blue" eyes do not.
     negatable: bool = False
+    #: A shade that takes a colour towards its neighbour: "light-brown" hair is brown or,
+    #: seen in another light (or on a child), fair; never black.
+    blends: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+
+    def _blended(self, shade: str, colour: str) -> frozenset[str]:
+        return self.values.get(colour, frozenset()) | self.blends.get((shade, colour), frozenset())
 
     @property
     def all_classes(self) -> frozenset[str]:
@@ -55,6 +61,7 @@ class FactKind:
         found: set[str] = set()
         for n, part in enumerate(words):
             if part in SHADES and any(self.values.get(w) for w in words[n + 1 : n + 2]):
+                found |= self._blended(part, words[n + 1])
                 continue
             found |= self.values.get(part, frozenset())
         return frozenset(found)
@@ -72,7 +79,8 @@ class FactKind:
                 negated = True
                 continue
             if word in SHADES and n + 1 < len(words) and self.word_classes(words[n + 1]):
-                continue  # "light brown" is brown
+                stated |= self.blends.get((word, words[n + 1]), frozenset())
+                continue  # "light brown" is brown (or, for hair, fair)
             classes = self.word_classes(word)
             if classes and negated:
                 ruled_out |= classes if self.negatable else frozenset()
@@ -185,6 +193,11 @@ HAIR = FactKind(
         }
     ),
     ("haired",),
+    blends={
+        ("light", "brown"): frozenset({"blond"}),
+        ("pale", "brown"): frozenset({"blond"}),
+        ("dark", "brown"): frozenset({"black"}),
+    },
 )
 HANDEDNESS = FactKind(
     "handedness",

@@ -20,7 +20,7 @@ from controlroom.tools.builtin.canon_checker import (
     workspace_settings,
 )
 from controlroom.tools.canon import HONORIFICS
-from controlroom.tools.text import read_document
+from controlroom.tools.text import quoted_spans, read_document
 from controlroom.tools.vocabulary import describes_the_person
 from controlroom.tools.wordlist import is_common_word, is_place_name
 from controlroom.tools.workspace import Workspace
@@ -161,6 +161,24 @@ def _a_title(name: str) -> bool:
     return name.lower().strip(".") in _RANKS
 
 
+#: Speech set down as a dialect sounds: elided words ("a'", "o'", "'em", "goin'") and the
+#: old or country forms ("thee", "ye", "ain't", "canna").
+_DIALECT = re.compile(
+    r"\b[A-Za-z]+['’](?=[\s,.;:!?])|(?<=\s)['’][a-z]+\b|\b(?:thee|thou|thy|ye|yer|ee|ain['’]t|"
+    r"canna|dinna|hae|wi['’]|zo|ee['’]ll|bain['’]t|summat|nowt|owt)\b",
+    re.IGNORECASE,
+)
+
+
+def _vowel_shifted(found: str, name: str) -> bool:
+    """One vowel for another, all else alike: how a dialect says a name ("Larna" for
+    "Lorna"), read as a slip only in narration."""
+    if len(found) != len(name):
+        return False
+    diffs = [(a, b) for a, b in zip(found.lower(), name.lower(), strict=True) if a != b]
+    return len(diffs) == 1 and all(ch in "aeiou" for ch in diffs[0])
+
+
 def _transposed(found: str, name: str) -> bool:
     diffs = [i for i in range(len(found)) if i < len(name) and found[i] != name[i]]
     return (
@@ -196,10 +214,11 @@ def name_variants(
     person's title and name, or a spelling the writer listed as intended."""
     book = _NameBook.of(known, ignored or [])
     seen: Counter[str] = Counter()
-    where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool]]] = {}
+    where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool, str | None]]] = {}
     lowercase: set[str] = set()
     for path in paths:
         doc = read_document(workspace.read_text(path))
+        speech: dict[int, tuple[tuple[int, int], ...]] = {}
         for sentence in doc.sentences:
             lowercase.update(w.lower() for w in re.findall(r"\b[a-z]+\b", sentence.text))
             for match in _CAPITALISED.finditer(sentence.text):
@@ -230,9 +249,14 @@ def name_variants(
                 # A sentence's first word may be any capitalised word: counted only where
                 # it must be a name, so a slip repeated there still counts as a slip.
                 seen[word] += not opens
-                line = doc.blocks[sentence.block].line_at(sentence.start + match.start())
+                block = doc.blocks[sentence.block]
+                at = sentence.start + match.start()
+                if sentence.block not in speech:
+                    speech[sentence.block] = quoted_spans(block.text)
+                quote = next(((a, b) for a, b in speech[sentence.block] if a <= at < b), None)
+                spoken = block.text[quote[0] : quote[1]] if quote else None
                 where.setdefault(word, []).append(
-                    (path, line, sentence.text, titled, opens, named, other)
+                    (path, block.line_at(at), sentence.text, titled, opens, named, other, spoken)
                 )
     findings = []
     for word, count in sorted(seen.items()):
@@ -255,8 +279,12 @@ def name_variants(
             # "how's Buty? Buty's my brother Bute": a variant used again, and once beside
             # the name itself, is a pet name, not a slip
             continue
-        for path, line, text, titled, opens, named, other in where[word] if near else []:
+        for path, line, text, titled, opens, named, other, spoken in where[word] if near else []:
             if other or not _slip(book, word, near[0], titled, opens, named):
+                continue
+            if spoken and _DIALECT.search(spoken) and _vowel_shifted(word, near[0]):
+                # "'cud a' dood it. Now thee shalt have Larna'": a dialect speaker's own
+                # sound of "Lorna"; in plain speech ("my sister Graca") a slip still
                 continue
             findings.append(
                 {
