@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from controlroom.tools.base import ToolRegistry
 from controlroom.tools.house_style import house_style
 from controlroom.tools.outline import parse_outline
 from controlroom.tools.workspace import Workspace
+
+REPO = Path(__file__).resolve().parent.parent
 
 # An outline laid out as a writer does: a title, part headings grouping the chapters (one
 # of them naming a chapter range), chapter numbers in words and digits, CRLF line endings.
@@ -119,6 +122,32 @@ def test_a_draft_takes_the_heading_and_line_endings_of_the_chapters_beside_it(
     assert written == "CHAPTER VIII.\n\nDawn came.\n"
     # Not a unit's file (a report): left as written.
     assert house_style(Workspace(book), "control-room-reports/x/run_1.md", draft) == draft
+
+
+def test_a_draft_is_titled_by_the_outline_and_loses_a_models_talk(tmp_path: Path) -> None:
+    novel = tmp_path / "novel"
+    shutil.copytree(
+        REPO / "examples" / "novel",
+        novel,
+        ignore=shutil.ignore_patterns(".control-room", "SCN-04-*"),
+    )
+    target = "Story/Scenes/SCN-04-the-reckoning.md"
+    # no heading in the reply: the outline's title for scene 4, never scene 3's
+    written = house_style(Workspace(novel), target, "Kael drew his blade.\n")
+    assert written == "# Scene 4: The Reckoning\n\nKael drew his blade.\n"
+    # a chatty reply (as real models answer): the talk before and after is no scene
+    reply = (
+        "Here is the scene you asked for:\n\n# Scene 4: The Reckoning\n\nKael drew his "
+        "blade.\n\nMira waited.\n\n---\n\nLet me know if you'd like any changes!\n"
+    )
+    assert house_style(Workspace(novel), target, reply) == (
+        "# Scene 4: The Reckoning\n\nKael drew his blade.\n\nMira waited.\n"
+    )
+    # prose that only sounds like talk stays
+    prose = "# Scene 4\n\nKael walked home.\n\nI hope you find him, he thought.\n"
+    assert house_style(Workspace(novel), target, prose).endswith(
+        "I hope you find him, he thought.\n"
+    )
 
 
 def test_the_first_chapter_of_a_new_book_gets_a_folder_of_its_own(tmp_path: Path) -> None:
