@@ -151,6 +151,21 @@ def test_a_new_unit_is_named_like_its_neighbours(workspace: Path) -> None:
     assert unit_path_for(layout, 2, "anything") == "Story/Scenes/SCN-02-the-ambush.md"
 
 
+def test_a_new_unit_beside_roman_numerals_is_named_in_them(tmp_path: Path) -> None:
+    book = tmp_path / "Manuscript" / "Volume I"
+    book.mkdir(parents=True)
+    for numeral in ("I", "II", "III"):
+        (book / f"Chapter {numeral}.md").write_text(f"CHAPTER {numeral}.\n\nText.\n")
+    layout = detect_layout(Workspace(tmp_path))
+    assert unit_path_for(layout, 4, "The Stranger") == "Manuscript/Volume I/Chapter IV.md"
+    titled = tmp_path / "titled" / "chapters"
+    titled.mkdir(parents=True)
+    for numeral, name in (("i", "the-lamp"), ("ii", "the-tower")):
+        (titled / f"chapter-{numeral}-{name}.md").write_text("# Chapter\n\nText.\n")
+    layout = detect_layout(Workspace(titled.parent))
+    assert unit_path_for(layout, 9, "The Stranger") == "chapters/chapter-ix-the-stranger.md"
+
+
 def test_the_outline_analyzer_names_the_focus_scene_file_or_the_next_one(workspace: Path) -> None:
     tools = ToolRegistry.default(with_plugins=False)
     ws = Workspace(workspace)

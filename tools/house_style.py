@@ -7,25 +7,10 @@ from __future__ import annotations
 import re
 
 from controlroom.domain.errors import WorkspaceError
-from controlroom.tools.layout import Unit, detect_layout, number_in
+from controlroom.tools.layout import Unit, detect_layout, number_in, to_roman
 from controlroom.tools.outline import parse_outline
 from controlroom.tools.workspace import Workspace
 
-_ROMAN = (
-    (1000, "m"),
-    (900, "cm"),
-    (500, "d"),
-    (400, "cd"),
-    (100, "c"),
-    (90, "xc"),
-    (50, "l"),
-    (40, "xl"),
-    (10, "x"),
-    (9, "ix"),
-    (5, "v"),
-    (4, "iv"),
-    (1, "i"),
-)
 #: A model's talk before a draft ("Here is the scene you asked for:", "Sure! Here's
 #: chapter 4.") and after it ("Let me know if you'd like any changes!").
 _CHAT_BEFORE = re.compile(
@@ -45,15 +30,6 @@ _DRAFT_HEADING = re.compile(
     r"^(?:#{1,6}\s*)?(?:(?:chapter|scene|ch\.?)\s+\S+?\s*(?:[:.\-–—]\s*|\s+|$))?(.*)$",
     re.IGNORECASE,
 )
-
-
-def roman(number: int) -> str:
-    out = []
-    for value, letters in _ROMAN:
-        while number >= value:
-            out.append(letters)
-            number -= value
-    return "".join(out)
 
 
 def house_style(workspace: Workspace, relative: str, text: str) -> str:
@@ -135,10 +111,10 @@ def _with_heading(
     found = re.search(rf"(?<![\w]){sample.number}(?![\w])", first)
     written = str(number)
     if found is None:
-        found = re.search(rf"(?<![\w]){roman(sample.number)}(?![\w])", first, re.IGNORECASE)
+        found = re.search(rf"(?<![\w]){to_roman(sample.number)}(?![\w])", first, re.IGNORECASE)
         if found is None:
             return draft  # a heading without its number: nothing to follow
-        numeral = roman(number)
+        numeral = to_roman(number)
         written = numeral.upper() if found.group(0).isupper() else numeral
     prefix, suffix = first[: found.start()], first[found.end() :]
     lines = draft.split("\n")

@@ -507,6 +507,33 @@ def _slug_like(title: str, sample: str) -> str:
     return joiner.join(words)
 
 
+_TO_ROMAN = (
+    (1000, "m"),
+    (900, "cm"),
+    (500, "d"),
+    (400, "cd"),
+    (100, "c"),
+    (90, "xc"),
+    (50, "l"),
+    (40, "xl"),
+    (10, "x"),
+    (9, "ix"),
+    (5, "v"),
+    (4, "iv"),
+    (1, "i"),
+)
+
+
+def to_roman(number: int) -> str:
+    """4 -> "iv" (lower case: the caller writes it as its sample does)."""
+    out = []
+    for value, letters in _TO_ROMAN:
+        while number >= value:
+            out.append(letters)
+            number -= value
+    return "".join(out)
+
+
 def unit_path_for(layout: Layout, number: int, title: str) -> str | None:
     """Where unit `number` lives, or would live: next to the other units, named as they are
     (`SCN-03-the-archive.md` gives `SCN-04-the-reckoning.md`). None without units."""
@@ -522,7 +549,23 @@ def unit_path_for(layout: Layout, number: int, title: str) -> str | None:
     if not dot:
         stem, suffix = name, "md"
     digits = _NUMBER.search(stem)
-    if digits is None:
+    numeral = (
+        re.search(rf"(?<![A-Za-z]){to_roman(sample.number)}(?![A-Za-z])", stem, re.IGNORECASE)
+        if digits is None and sample.number is not None
+        else None
+    )
+    if numeral is not None:
+        # "Chapter III.md" gives "Chapter IV.md": the numeral in the sample's case, and a
+        # title only where the sample's name carries one after its numeral
+        written = to_roman(number)
+        written = written.upper() if numeral.group(0).isupper() else written
+        rest = stem[numeral.end() :]
+        separator = re.match(r"[\s_\-.]*", rest)
+        sep = separator.group(0) if separator else ""
+        words = rest[len(sep) :]
+        slugged = _slug_like(title, words) if title and words else ""
+        new_stem = f"{stem[: numeral.start()]}{written}{sep + slugged if slugged else ''}"
+    elif digits is None:
         new_stem = f"{layout.unit.capitalize()} {number} - {title}".strip(" -")
     else:
         rest = stem[digits.end() :]
