@@ -31,6 +31,11 @@ def add_resume(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("resume", parents=[common], help="continue unfinished runs")
     p.add_argument("run_id", nargs="?")
     p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument(
+        "--here",
+        action="store_true",
+        help="continue a run started in another workspace in this one (that workspace moved)",
+    )
     p.set_defaults(func=Command("controlroom.api.runs_cli", "cmd_resume"))
 
 
@@ -44,6 +49,11 @@ def add_retry(sub: Any, common: argparse.ArgumentParser) -> None:
         help="the step to run again (default: the step that failed; or an earlier one)",
     )
     p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument(
+        "--here",
+        action="store_true",
+        help="continue a run started in another workspace in this one (that workspace moved)",
+    )
     p.set_defaults(func=Command("controlroom.api.runs_cli", "cmd_retry"))
 
 

@@ -111,15 +111,19 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         print("nothing to resume: no unfinished runs", file=sys.stderr)
         return EXIT_DONE
     worst = EXIT_DONE
+    elsewhere: list[str] = []
     for run_id in run_ids:
         printer = None
         if not ns.run_id and service.load(run_id).is_finished:
             continue  # finished since the list was read (an eval ran its unfinished fork)
+        if not ns.run_id and service.load(run_id).belongs_elsewhere(service.workspace_key):
+            elsewhere.append(run_id)  # another workspace's, on a store they share
+            continue
         try:
             if not ns.quiet:
                 printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)
                 ctx.store.observe(printer)
-            run = event_loop.run(service.resume(run_id, owner=process_owner()))
+            run = event_loop.run(service.resume(run_id, owner=process_owner(), here=ns.here))
             run = with_children(ctx, run)
         except KeyboardInterrupt:
             print(f"\ninterrupted: {run_id} is resumable", file=sys.stderr)
@@ -137,6 +141,12 @@ def cmd_resume(ns: argparse.Namespace) -> int:
                 ctx.store.unobserve(printer)
         code = _finish(ctx, run, ns.json)
         worst = max(worst, code)
+    if elsewhere:
+        print(
+            f"left {len(elsewhere)} unfinished run(s) of other workspaces sharing this store "
+            f"to them: {', '.join(elsewhere)} (`controlroom show RUN` names each one's)",
+            file=sys.stderr,
+        )
     return worst
 
 
@@ -185,7 +195,7 @@ def cmd_retry(ns: argparse.Namespace) -> int:
 
     ctx = open_context(ns)
     service = RunService(ctx)
-    run = service.retry(ns.run_id, ns.from_step, owner=process_owner())
+    run = service.retry(ns.run_id, ns.from_step, owner=process_owner(), here=ns.here)
     printer = None if ns.quiet else ProgressPrinter(total_steps=run.total_steps)
     if printer:
         ctx.store.observe(printer)

@@ -132,6 +132,19 @@ class RunStateError(ControlRoomError):
         super().__init__(f"run '{run_id}' is {status}; cannot {wanted}")
 
 
+class OtherWorkspaceError(RunStateError):
+    """The run was started in another workspace sharing this store: continuing it here
+    would read this workspace and write its files into it."""
+
+    def __init__(self, run_id: str, started_in: str, here: str, wanted: str) -> None:
+        ControlRoomError.__init__(
+            self,
+            f"run '{run_id}' belongs to the workspace {started_in}, not {here}: {wanted} it "
+            f"there (`-w {started_in}`), or pass --here if that workspace moved here",
+        )
+        self.run_id, self.status, self.started_in = run_id, "elsewhere", started_in
+
+
 class RunConflictError(ControlRoomError):
     """Another writer advanced the run first (optimistic concurrency on the aggregate)."""
 

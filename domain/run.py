@@ -14,7 +14,12 @@ from controlroom.domain import untrusted_json
 from controlroom.domain.aggregate import Aggregate, E
 from controlroom.domain.canonical import preview, sha256_text
 from controlroom.domain.child_runs import ChildRunsSettled
-from controlroom.domain.errors import RetryStepError, RunClaimedError, RunStateError
+from controlroom.domain.errors import (
+    OtherWorkspaceError,
+    RetryStepError,
+    RunClaimedError,
+    RunStateError,
+)
 from controlroom.domain.events import DomainEvent, JournalRecord
 from controlroom.domain.flow import (
     NO_OVERRIDES,
@@ -155,6 +160,8 @@ class Run(Aggregate):
         self.session_id = ""
         self.trace_id = ""
         self.origin = UNKNOWN_USER
+        #: The folder of the workspace the run started in; None for older runs.
+        self.workspace: str | None = None
         self.owner = ""
         self.lease_expires_at: datetime | None = None
         self.error: str | None = None
@@ -237,6 +244,7 @@ class Run(Aggregate):
         trace_id: str,
         origin: RunOrigin | None = None,
         ladders: dict[str, Ladder] | None = None,
+        workspace: str | None = None,
     ) -> Run:
         run = cls(run_id)
         run._trigger(
@@ -255,6 +263,7 @@ class Run(Aggregate):
                 step: ladder.model_dump(mode="json", exclude_none=True)
                 for step, ladder in (ladders or {}).items()
             },
+            workspace=workspace,
         )
         run._start_next(at)
         return run
@@ -291,6 +300,15 @@ class Run(Aggregate):
         if not self.owner:
             return False
         return self.lease_expires_at is None or self.lease_expires_at > at
+
+    def belongs_elsewhere(self, workspace: str) -> bool:
+        """Whether the run was started in another workspace than `workspace` (a folder,
+        resolved): two workspaces sharing one store keep to their own runs."""
+        return self.workspace is not None and self.workspace != workspace
+
+    def check_workspace(self, workspace: str, wanted: str) -> None:
+        if self.belongs_elsewhere(workspace):
+            raise OtherWorkspaceError(self.id, str(self.workspace), workspace, wanted)
 
     def claimable(self, at: datetime) -> bool:
         """A worker may take the run: unfinished, not waiting, and nobody's lease is live.
@@ -826,6 +844,7 @@ class Run(Aggregate):
         self.total_steps = e.total_steps
         self.origin = e.origin or UNKNOWN_USER
         self.ladders = {step: Ladder.model_validate(data) for step, data in e.ladders.items()}
+        self.workspace = e.workspace
 
     def _on_forked(self, e: RunForked) -> None:
         self.fork = e

@@ -138,6 +138,10 @@ class RunStarted(DomainEvent):
     #: The escalation ladder of each step that has one (`domain/ladder.py`), by step id,
     #: resolved when the run started (the step's own, else its role's in models.json).
     ladders: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: The workspace the run reads and writes (its folder, resolved); None in events
+    #: written before it was recorded. Another workspace sharing the store never
+    #: continues the run unless told to (a workspace moved or copied).
+    workspace: str | None = None
 
 
 class StepStarted(DomainEvent):

@@ -166,6 +166,8 @@ class ChildRunsPolicy:
             session_id=parent.session_id,
             # One trace for the whole tree: a child's spans sit under its root's.
             trace_id=parent.trace_id,
+            # a child works in its parent's workspace, whichever process starts it
+            workspace=parent.workspace,
             origin=RunOrigin(
                 kind="parent_step",
                 parent_run_id=parent.id,

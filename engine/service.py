@@ -132,10 +132,16 @@ class RunService:
             trace_id=self.ctx.ids.new("tr"),
             origin=request.origin,
             ladders=ladders,
+            workspace=self.workspace_key,
         )
         if owner:
             run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)
         return run
+
+    @property
+    def workspace_key(self) -> str:
+        """How a run records the workspace it belongs to: its folder, resolved."""
+        return str(self.ctx.workspace.root.resolve())
 
     def load(self, run_id: str) -> Run:
         run = self.ctx.store.load(Run, run_id)
@@ -164,12 +170,17 @@ class RunService:
         owner: str | None = None,
         offload: bool = False,
         phase_a: PhaseATurn | None = None,
+        here: bool = False,
     ) -> Run:
         """Continue an unfinished run from its events. A finished run is returned as it is
-        (its issues were opened by the DoD-issue policy, or will be at the next catch-up)."""
+        (its issues were opened by the DoD-issue policy, or will be at the next catch-up).
+        A run of another workspace sharing the store is refused unless `here` (that
+        workspace moved to this folder)."""
         run = self.load(run_id)
         if run.is_finished or run.is_waiting:
             return run
+        if not here:
+            run.check_workspace(self.workspace_key, "resume")
         now = self.ctx.clock.now()
         if owner:
             # Refused while another live process holds the run (RunClaimedError).
@@ -187,11 +198,19 @@ class RunService:
                 raise ClaimLostError(run_id) from None
         return await runner.execute(run)
 
-    def retry(self, run_id: str, from_step: str | None = None, owner: str | None = None) -> Run:
+    def retry(
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        owner: str | None = None,
+        here: bool = False,
+    ) -> Run:
         """Reopen a failed run at the failed step (or `from_step`, an earlier one) and
         record it (`RunRetried`); `execute` then continues it. The user decides: a failed
         run never continues by itself."""
         run = self.load(run_id)
+        if not here:
+            run.check_workspace(self.workspace_key, "retry")
         now = self.ctx.clock.now()
         run.retry(now, from_step)
         if owner:

@@ -75,6 +75,7 @@ class Worker:
         Each candidate's aggregate is loaded to decide: with hundreds queued, loading them
         all every tick cost more than executing them, so the scan stops at `limit`."""
         now = self.ctx.clock.now()
+        here = str(self.ctx.workspace.root.resolve())
         found: list[str] = []
         for run_id in self.unfinished():
             if limit is not None and len(found) >= limit:
@@ -82,9 +83,9 @@ class Worker:
             if run_id in self.executor.tasks:
                 continue
             run = self.ctx.store.load(Run, run_id)
-            if run is not None and (
-                run.claimable(now) or _held_by_the_dead(run) or self._ours_to_go_on(run)
-            ):
+            if run is None or run.belongs_elsewhere(here):
+                continue  # another workspace's run, on a store they share: theirs to run
+            if run.claimable(now) or _held_by_the_dead(run) or self._ours_to_go_on(run):
                 found.append(run_id)
         return found
 
