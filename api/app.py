@@ -189,6 +189,13 @@ async def resume_run(request: Request) -> JSONResponse:
     if run.is_finished or run.is_waiting:
         state = f"waiting on '{run.waiting_on}'" if run.is_waiting else run.status.value
         raise HttpError(409, "conflict", f"run {run_id} is {state}: nothing to resume")
+    if run.belongs_elsewhere(server.service.workspace_key):
+        raise HttpError(
+            409,
+            "conflict",
+            f"run {run_id} belongs to the workspace {run.workspace}: a server or worker of "
+            "that workspace resumes it",
+        )
     held = (
         run.owner
         and run.owner != server.executor.owner
