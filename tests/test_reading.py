@@ -1181,6 +1181,40 @@ def test_what_five_unseen_novels_read_wrongly_is_no_finding(tmp_path: Path) -> N
     assert [v["found"] for v in found] == ["Lorne"]
 
 
+def test_what_five_more_unseen_novels_read_wrongly_is_no_finding(tmp_path: Path) -> None:
+    """False findings of a second audit (Oliver Twist, The Prisoner of Zenda, Agnes Grey,
+    The Mayor of Casterbridge), in their shape."""
+    monks = "# Monks\n- **Pronouns:** he\n- **Height:** tall\n"
+    assert conflicts("Monks turned short upon the matron, and bent his gaze.\n", monks) == []
+    assert conflicts("Monks was short.\n", monks) == ["Monks:height:short"]
+    marshal = "# Marshal Strakencz\n- **Aliases:** the Marshal\n- **Pronouns:** he\n"
+    marshal += "- **Height:** tall\n"
+    said = "Just behind the Marshal stood a short spare man, in flowing robes.\n"
+    assert conflicts(said, marshal) == []
+    # a card's idiom is read as the text's is: "a very little above the middle size"
+    weston = "# Edward Weston\n- **Aliases:** Weston\n- **Pronouns:** he\n"
+    weston += "- **Height:** a very little above the middle size\n"
+    said = "Weston came in. In stature he was a little, a very little, above the middle size.\n"
+    assert conflicts(said, weston) == []
+    assert conflicts("Weston was short.\n", weston) == ["Edward Weston:height:short"]
+    from controlroom.tools.vocabulary import HEIGHT
+
+    assert HEIGHT.classes("six feet two inches") == {"tall"}
+    assert HEIGHT.classes("of ordinary stature") == {"middle"}
+    assert HEIGHT.classes("rather below the middle height") == {"middle", "short"}
+    # a name groped for, or a variant the text itself introduces, and an alias's plural
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        '# Chapter 1\n\nJopp came. "Joshua, Jipp--Jopp--what was his name?" Lucetta sat. '
+        'He knew Lucetta--or "Lucette," as she called herself. "I mean all you Scotchmen," '
+        "she said. Then Joop went home.\n"
+    )
+    known = {"Joshua Jopp", "Jopp", "Lucetta Templeman", "Lucetta", "Scotchman"}
+    found = name_variants(Workspace(tmp_path), ["ch.md"], known)
+    assert [v["found"] for v in found] == ["Joop"]
+
+
 def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []

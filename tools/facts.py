@@ -262,6 +262,13 @@ _FOND_OR_SCORNFUL = frozenset(
     "silly poor dear sweet pretty foolish stupid naughty wretched good nice funny odd queer "
     "clever vain proud timid brave merry wicked helpless darling precious tiresome".split()
 )
+#: A preposition just before a name: the name is where, or with whom, not who.
+_PREPOSITION_BEFORE = re.compile(
+    r"\b(?:behind|beside|before|after|with|near|among|amongst|beyond|upon|under|over|"
+    r"round|around|against|towards?|past|between|opposite|inside|outside|within|beneath)"
+    r"\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
 #: Words that count hairs one by one: "her one grey hair", "a few white hairs".
 _COUNTED = frozenset("one single few two three several stray first".split())
 #: "taller than any man in the parish": a comparison with everyone is a superlative.
@@ -1556,6 +1563,11 @@ class _Context:
 
     # -- whose it is --------------------------------------------------------------------
 
+    def _object_of_a_preposition(self, tok: _Tok) -> bool:
+        """Whether the name holding `tok` follows a preposition ("behind the Marshal")."""
+        start = next((s for s, e, _ in self.mentions if s <= tok.start < e), tok.start)
+        return bool(_PREPOSITION_BEFORE.search(self.text, max(0, start - 24), start))
+
     def _mention_at(self, tok: _Tok) -> str | None:
         """The entity named by the name this word is part of ("Hallward’s" in "Basil
         Hallward’s")."""
@@ -2103,6 +2115,10 @@ class _Context:
                 j -= 1
                 continue
             entity = self._mention_at(word)
+            if entity and linked and self._object_of_a_preposition(word):
+                # "Just behind the Marshal stood a short spare man": the one standing comes
+                # after the verb; the name before it is where he stood
+                return None, False
             if entity:
                 # "Basil was left-handed", "Basil, a tall man", "Hallward, left-handed as ever"
                 appositive = j == i - 1 and "," in gap
@@ -2120,6 +2136,8 @@ class _Context:
                 return (entity if linked or appositive else None), negated
             if word.low in _SUBJECT_COPULAS:
                 return self._person(word) or self._pronoun(word, spoken), negated
+            if word.low == "turned" and PREDICATE_WORDS.get(tokens[i].low) is HEIGHT:
+                return None, False  # "Monks turned short upon the matron": abruptly
             if (
                 (word.low in FIRST_PERSON or word.low in SECOND_PERSON)
                 and j

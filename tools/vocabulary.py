@@ -13,6 +13,7 @@ Negation narrows a value rather than being dropped: "not tall" is middle height 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -39,6 +40,9 @@ class FactKind:
     suffixes: tuple[str, ...] = ()
     #: "not tall" says something (middle height or short); "not blue" eyes do not.
     negatable: bool = False
+    #: Rewrites a card's phrase into the scale's own words before it is read ("above the
+    #: middle height" is tall); None: read as written.
+    idioms: Callable[[str], str] | None = None
     #: A shade that takes a colour towards its neighbour: "light-brown" hair is brown or,
     #: seen in another light (or on a child), fair; never black.
     blends: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
@@ -73,6 +77,8 @@ class FactKind:
         stated: set[str] = set()
         ruled_out: set[str] = set()
         negated = False
+        if self.idioms is not None:
+            phrase = self.idioms(phrase.lower())
         words = re.findall(r"[a-z]+(?:-[a-z]+)*", phrase.lower())
         for n, word in enumerate(words):
             if word in NEGATIONS:
@@ -215,6 +221,63 @@ HANDEDNESS = FactKind(
     ),
     negatable=True,
 )
+_NORMS = r"(?:the\s+)?(?:middle|common|average|ordinary|usual|medium)\s+(?:height|size|stature)"
+#: "a very little above the middle size", "rather below the common height".
+_ABOUT_NORM = re.compile(
+    r"(?P<near>(?:a\s+)?(?:(?:very|little|trifle|slightly|somewhat|rather|just|a|bit)[\s,]+)+)?"
+    r"(?P<side>above|over|more\s+than|beyond|below|under|less\s+than)\s+" + _NORMS
+)
+_AT_NORM = re.compile(r"\b(?:of\s+)?(?:ordinary|average|common|usual)\s+(?:height|size|stature)\b")
+_FEET_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_FEET = re.compile(
+    r"\b(?P<over>over|above|under|below|nearly|almost|about|full|fully)?\s*(?P<feet>\w+)\s+"
+    r"(?:feet|foot|ft\.?)(?:(?:\s+and)?\s+(?P<inches>\w+)(?:\s+inch(?:es)?)?)?"
+)
+
+
+def _number(word: str | None) -> int | None:
+    if word is None:
+        return None
+    return int(word) if word.isdigit() else _FEET_WORDS.get(word)
+
+
+def _height_idioms(phrase: str) -> str:
+    """A card's height in the scale's words: "a very little above the middle size" is
+    middle or tall, "below the common height" short, "of ordinary stature" middle, "six
+    feet two inches" tall (from six feet; five feet or under is short, in between says
+    middle, or short too at five feet five or under), "tallish" tall."""
+
+    def norm(found: re.Match[str]) -> str:
+        side = (
+            "tall"
+            if found.group("side").split()[0] in ("above", "over", "more", "beyond")
+            else "short"
+        )
+        return f"middle {side}" if found.group("near") else side
+
+    def feet(found: re.Match[str]) -> str:
+        count, inches = _number(found.group("feet")), _number(found.group("inches")) or 0
+        if count is None:
+            return found.group(0)
+        height = count * 12 + inches
+        over = found.group("over") or ""
+        if height >= 72 or (over in ("over", "above") and height >= 71):
+            return "tall"
+        if height <= 60 or (over in ("under", "below") and height <= 61):
+            return "short"
+        return "middle short" if height <= 65 else "middle"
+
+    phrase = _ABOUT_NORM.sub(norm, phrase)
+    phrase = _AT_NORM.sub("middle", phrase)
+    phrase = _FEET.sub(feet, phrase)
+    return re.sub(r"\b(tall|short)ish\b", r"\1", phrase)
+
+
 HEIGHT = FactKind(
     "height",
     # "his fine, tall person", "her little figure", "a man of middle stature"
@@ -250,6 +313,7 @@ HEIGHT = FactKind(
         }
     ),
     negatable=True,
+    idioms=_height_idioms,
 )
 KINDS: tuple[FactKind, ...] = (EYES, HAIR, HANDEDNESS, HEIGHT)
 

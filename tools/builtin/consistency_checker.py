@@ -144,6 +144,8 @@ class _NameBook:
             or lowered in _PLURAL_TITLES
             or (word.endswith("s") and word[:-1] in self.known)
             or (word.endswith("es") and word[:-2] in self.known)
+            # "all you Scotchmen": the plural of a card's "the Scotchman"
+            or (word.endswith("men") and word[:-3] + "man" in self.words)
         )
 
 
@@ -168,6 +170,15 @@ _DIALECT = re.compile(
     r"canna|dinna|hae|wi['’]|zo|ee['’]ll|bain['’]t|summat|nowt|owt)\b",
     re.IGNORECASE,
 )
+
+
+def _set_beside(sentence: str, word: str, name: str) -> bool:
+    """Whether `sentence` holds the variant and the name next to each other, with nothing
+    but stops, dashes, quotes or an "or" between: a groping for the name, or a variant
+    the text introduces as one."""
+    between = r"[\W_]{1,6}(?:or[\W_]{1,4})?"
+    a, b = re.escape(word), re.escape(name)
+    return bool(re.search(rf"\b{a}{between}{b}\b|\b{b}{between}{a}\b", sentence))
 
 
 def _vowel_shifted(found: str, name: str) -> bool:
@@ -281,6 +292,10 @@ def name_variants(
             continue
         for path, line, text, titled, opens, named, other, spoken in where[word] if near else []:
             if other or not _slip(book, word, near[0], titled, opens, named):
+                continue
+            if _set_beside(text, word, near[0]):
+                # "Jipp--Jopp--what was his name?", "Lucetta--or "Lucette," as she had
+                # called herself": the text sets the two side by side on purpose
                 continue
             if spoken and _DIALECT.search(spoken) and _vowel_shifted(word, near[0]):
                 # "'cud a' dood it. Now thee shalt have Larna'": a dialect speaker's own
