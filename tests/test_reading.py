@@ -1215,6 +1215,19 @@ def test_what_five_more_unseen_novels_read_wrongly_is_no_finding(tmp_path: Path)
     assert [v["found"] for v in found] == ["Joop"]
 
 
+def test_a_list_of_features_after_a_frame_and_a_name_set_off_in_quotes() -> None:
+    tom = "# Tom Bloomfield\n- **Aliases:** Tom\n- **Pronouns:** he\n- **Hair:** black\n"
+    tom += "- **Eyes:** brown\n"
+    said = "Tom was a boy of seven, with a somewhat wiry frame, flaxen hair, blue eyes.\n"
+    assert conflicts(said, tom) == ["Tom Bloomfield:hair:flaxen", "Tom Bloomfield:eyes:blue"]
+    said = "Tom had a wiry frame, flaxen hair and blue eyes.\n"
+    assert conflicts(said, tom) == ["Tom Bloomfield:hair:flaxen", "Tom Bloomfield:eyes:blue"]
+    from controlroom.tools.text import quoted_spans
+
+    said = "this was ‘Uncle Robson,’ Mrs. Bloomfield’s brother. He cried ‘Jane!’ and ran."
+    assert [said[s:e] for s, e in quoted_spans(said)] == ["‘Jane!’"]
+
+
 def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []

@@ -1685,10 +1685,13 @@ class _Context:
                     # "he had a fine forehead, a good nose, and a quantity of black hair"
                     return shared or self._listed_feature_owner(tokens, start, spoken)
                 if prev.low in _ALL_CUES and "," in self.text[prev.end : tokens[start].start]:
-                    # "with black hair, dark eyes": a list shares its first item's owner
-                    return self._owner_of(
+                    # "with black hair, dark eyes": a list shares its first item's owner;
+                    # "with a somewhat wiry frame, flaxen hair": the list's own "with"
+                    # tells it when its first item names no colour
+                    first = self._owner_of(
                         tokens, self._modifiers_from(tokens, start - 1), start - 1
                     )
+                    return first or self._listed_feature_owner(tokens, start, spoken)
                 if "," in self.text[prev.end : tokens[start].start] and self._plain(prev):
                     # "he had a pale blond skin, thin brown hair, dark-brown eyes"
                     listed = self._listed_feature_owner(tokens, start, spoken)

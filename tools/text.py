@@ -274,7 +274,9 @@ def _single_quoted_spans(
         ):
             # (a plural's apostrophe, "the girls’ hats", closes a quote early: rare in speech)
             quoted = text[opened + 1 : i]
-            if " " in quoted.strip() or quoted.rstrip()[-1:] in tuple(",.!?;:—-"):
+            if _A_NAME_SET_OFF.fullmatch(quoted) and _A_WORD_BEFORE.search(text, 0, opened):
+                pass  # "this was ‘Uncle Robson,’ Mrs. Bloomfield’s brother": a name set off
+            elif " " in quoted.strip() or quoted.rstrip()[-1:] in tuple(",.!?;:—-"):
                 spans.append((opened, i + 1))
             # else a word set off, not speech: "a stool, which was called ‘Dick’"
             opened = None
@@ -283,6 +285,10 @@ def _single_quoted_spans(
     return tuple(spans)
 
 
+#: A name in quotes within narration: one to three capitalised words, no question or cry.
+_A_NAME_SET_OFF = re.compile(r"(?:[A-Z][\w’'.-]*\s*){1,3}[,.]?")
+#: ... where the sentence runs on into it: a word (not a stop, comma or colon) just before.
+_A_WORD_BEFORE = re.compile(r"[A-Za-z]\s+$")
 #: What a straight quote before a word may elide rather than open: "'tis", "'Twas", "'em".
 _ELISION = re.compile(
     r"(?:tis|twas|twere|twill|twould|em|cause|un|ee|ere|prentice|bout|gainst|neath|twixt|"
