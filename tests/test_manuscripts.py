@@ -226,6 +226,25 @@ def test_workspace_check_shows_the_layout_and_fails_on_an_empty_one(
     assert "no scene or chapter files found" in capsys.readouterr().err
 
 
+def test_a_workspace_json_may_declare_only_the_narrator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = tmp_path / "dorian"
+    shutil.copytree(DORIAN, workspace, ignore=shutil.ignore_patterns(".control-room"))
+    (workspace / ".control-room").mkdir()
+    declared = workspace / ".control-room" / "workspace.json"
+    declared.write_text('{"narrator": "Dorian Gray"}')
+    assert main(["workspace", "check", "-w", str(workspace)]) == 0
+    out = capsys.readouterr().out
+    assert "layout: detected (chapters)" in out and "narrator: Dorian Gray (declared)" in out
+    # a misspelt field is named plainly, with the fields there are
+    declared.write_text('{"narator": "Dorian Gray"}')
+    assert main(["workspace", "check", "-w", str(workspace)]) != 0
+    err = capsys.readouterr().err
+    assert "narator: Extra inputs are not permitted" in err and "narrator, ignore_names" in err
+    assert "pydantic" not in err
+
+
 def test_workspace_check_says_who_narrates_and_how_it_knows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

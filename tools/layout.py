@@ -95,9 +95,10 @@ class LayoutSpec(BaseModel):
         default="scene", description="What one manuscript file is: a scene or a chapter."
     )
     units: list[str] = Field(
-        min_length=1,
+        default_factory=list,
         description="Glob patterns (workspace-relative, `**` for any folders) of the scene or "
-        "chapter files.",
+        "chapter files. Absent or empty: the layout is detected, and the other settings here "
+        "(narrator, ignore_names, exclude) still apply.",
     )
     outline: str | None = Field(default=None, description="Path of the outline, if any.")
     canon: list[str] = Field(
@@ -393,7 +394,16 @@ def declared_layout(workspace: Workspace) -> LayoutSpec | None:
         return None
     try:
         return LayoutSpec.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'the file'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise WorkspaceError(
+            f"{LAYOUT_FILE} is not a valid workspace layout: {problems} "
+            f"(its fields: {', '.join(LayoutSpec.model_fields)})"
+        ) from None
+    except ValueError as exc:
         raise WorkspaceError(f"{LAYOUT_FILE} is not a valid workspace layout: {exc}") from None
 
 
@@ -420,6 +430,7 @@ def _detect_layout(workspace: Workspace) -> Layout:
     unreadable: list[Skipped] = []
     if spec is not None:
         paths = [p for p in paths if p not in _glob(paths, spec.exclude)]
+    if spec is not None and spec.units:
         unit_paths = _glob(paths, spec.units)
         canon = _glob(paths, spec.canon)
         if spec.outline is not None and spec.outline not in paths:
