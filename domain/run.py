@@ -162,6 +162,8 @@ class Run(Aggregate):
         self.origin = UNKNOWN_USER
         #: The folder of the workspace the run started in; None for older runs.
         self.workspace: str | None = None
+        #: The model of each role when the run started (`provider:model`); empty for older.
+        self.models: dict[str, str] = {}
         self.owner = ""
         self.lease_expires_at: datetime | None = None
         self.error: str | None = None
@@ -245,6 +247,7 @@ class Run(Aggregate):
         origin: RunOrigin | None = None,
         ladders: dict[str, Ladder] | None = None,
         workspace: str | None = None,
+        models: dict[str, str] | None = None,
     ) -> Run:
         run = cls(run_id)
         run._trigger(
@@ -264,6 +267,7 @@ class Run(Aggregate):
                 for step, ladder in (ladders or {}).items()
             },
             workspace=workspace,
+            models=dict(models or {}),
         )
         run._start_next(at)
         return run
@@ -845,6 +849,7 @@ class Run(Aggregate):
         self.origin = e.origin or UNKNOWN_USER
         self.ladders = {step: Ladder.model_validate(data) for step, data in e.ladders.items()}
         self.workspace = e.workspace
+        self.models = dict(e.models)
 
     def _on_forked(self, e: RunForked) -> None:
         self.fork = e

@@ -142,6 +142,10 @@ class RunStarted(DomainEvent):
     #: written before it was recorded. Another workspace sharing the store never
     #: continues the run unless told to (a workspace moved or copied).
     workspace: str | None = None
+    #: The model serving each role of the recipe when it started (`provider:model`), so a
+    #: resumed or retried run goes on with them whatever the settings are by then (a
+    #: `CONTROLROOM_MODEL_<ROLE>` set for the first process only); empty in older events.
+    models: dict[str, str] = Field(default_factory=dict)
 
 
 class StepStarted(DomainEvent):

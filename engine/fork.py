@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from controlroom.domain.canonical import sha256_text
-from controlroom.domain.errors import BadInputError, RunNotFoundError
+from controlroom.domain.errors import BadInputError, ControlRoomError, RunNotFoundError
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.run import Run
 from controlroom.domain.run_events import (
@@ -191,6 +191,9 @@ def forked_context(
 ) -> Iterator[Context]:
     """The context a fork's live steps run in: each replaced template as the top prompt
     layer (a folder that lasts while the fork runs), each replaced model in the agents."""
+    if not prompt_texts:
+        yield dataclasses.replace(ctx, agents=ForkedAgents(ctx.agents, models))
+        return
     with tempfile.TemporaryDirectory(prefix="controlroom-fork-") as folder:
         layer = Path(folder)
         (layer / "templates").mkdir()
@@ -210,14 +213,28 @@ def forked_context(
 
 @contextmanager
 def recorded_fork(ctx: Context, run: Run) -> Iterator[Context]:
-    """`ctx` as the run's own fork record says its steps run (unchanged for a run that is
-    not a fork, or a fork that changed only args)."""
+    """`ctx` as the run's record says its steps run: with the model each role had when
+    the run started (where the settings now name another), and for a fork, the
+    templates and models it changed."""
     record = run.fork
-    if record is None or not (record.prompt_texts or record.models):
+    models = {role: choice for role, choice in run.models.items() if _serving(ctx, role) != choice}
+    if record is not None:
+        models.update(record.models)
+    texts = record.prompt_texts if record is not None else {}
+    if not (texts or models):
         yield ctx
         return
-    with forked_context(ctx, record.prompt_texts, record.models) as forked:
+    with forked_context(ctx, texts, models) as forked:
         yield forked
+
+
+def _serving(ctx: Context, role: str) -> str | None:
+    """The `provider:model` the settings now give a role; None when they give none."""
+    try:
+        profile = ctx.agents.profile(role)
+    except ControlRoomError:
+        return None
+    return f"{profile.provider}:{profile.model}"
 
 
 async def fork(ctx: Context, request: ForkRequest) -> Run:

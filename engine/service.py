@@ -133,6 +133,10 @@ class RunService:
             origin=request.origin,
             ladders=ladders,
             workspace=self.workspace_key,
+            models={
+                role: f"{profile.provider}:{profile.model}"
+                for role, profile in self.ctx.agents.check(recipe.agent_archetypes()).items()
+            },
         )
         if owner:
             run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)
