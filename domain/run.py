@@ -536,10 +536,13 @@ class Run(Aggregate):
             event_class, fields = request.event()
             self._trigger(event_class, at, **fields)
 
-    def retry(self, at: datetime, from_step: str | None = None) -> None:
+    def retry(
+        self, at: datetime, from_step: str | None = None, models: dict[str, str] | None = None
+    ) -> None:
         """Continue a failed run (guarantee 6: the user decides): from the step that
         failed, or from an earlier one. That step and every later one run again, as new
-        instances (`draft#2`); what they wrote before stays in the log."""
+        instances (`draft#2`); what they wrote before stays in the log. `models`: the
+        roles' models from here on (the settings as they are now)."""
         if self.status != RunStatus.FAILED:
             raise RunStateError(self.id, self.status.value, "retry (only a failed run can)")
         index = self._retry_index(from_step)
@@ -549,6 +552,7 @@ class Run(Aggregate):
             step_index=index,
             step_id=self.recipe_steps[index].step_id,
             previous_error=self.error,
+            models=dict(models or {}),
         )
         self._start_next(at)
 
@@ -908,6 +912,8 @@ class Run(Aggregate):
 
     def _on_retried(self, e: RunRetried) -> None:
         self.status = RunStatus.RUNNING
+        if e.models:
+            self.models = dict(e.models)
         self.outcome = None
         self.error = None
         self.dod_results = None

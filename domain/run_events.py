@@ -332,6 +332,9 @@ class RunRetried(DomainEvent):
     step_index: int
     step_id: str
     previous_error: str | None = None
+    #: The models serving the roles from here on: the settings as they are at the retry
+    #: (the user decided to go on, perhaps after fixing them); empty in older events.
+    models: dict[str, str] = Field(default_factory=dict)
 
 
 class ModelAttemptFailed(DomainEvent):

@@ -133,14 +133,18 @@ class RunService:
             origin=request.origin,
             ladders=ladders,
             workspace=self.workspace_key,
-            models={
-                role: f"{profile.provider}:{profile.model}"
-                for role, profile in self.ctx.agents.check(recipe.agent_archetypes()).items()
-            },
+            models=self.serving(recipe),
         )
         if owner:
             run.claim(self.ctx.clock.now(), owner, self.ctx.settings.lease_s)
         return run
+
+    def serving(self, recipe: Recipe) -> dict[str, str]:
+        """The `provider:model` serving each role of the recipe, as the settings are now."""
+        return {
+            role: f"{profile.provider}:{profile.model}"
+            for role, profile in self.ctx.agents.check(recipe.agent_archetypes()).items()
+        }
 
     @property
     def workspace_key(self) -> str:
@@ -216,7 +220,9 @@ class RunService:
         if not here:
             run.check_workspace(self.workspace_key, "retry")
         now = self.ctx.clock.now()
-        run.retry(now, from_step)
+        # a retry takes the settings as they are now (fixed, perhaps); a resume goes on
+        # with the models the run started with
+        run.retry(now, from_step, self.serving(run.recipe) if run.recipe else None)
         if owner:
             takeover = bool(run.owner) and owner_is_gone(run.owner)
             run.claim(now, owner, self.ctx.settings.lease_s, takeover=takeover)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controlroom.domain.run_events import AgentResponded, RunStarted
+from controlroom.domain.run_events import AgentResponded, RunRetried, RunStarted
 from controlroom.engine.context import Context
 from controlroom.engine.service import RunRequest, RunService
 
@@ -43,5 +43,35 @@ def test_a_resumed_run_is_served_by_the_models_it_started_with(
         served = {e.agent_archetype: e.model for e in replies}
         assert served["writer"] == "terse-1"
         assert {m for role, m in served.items() if role != "writer"} == {"offline-deterministic-1"}
+    finally:
+        ctx.close()
+
+
+def test_a_retry_takes_the_models_as_the_settings_are_now(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models = {
+        "providers": {"offline": {"type": "offline", "faults": {"terse-1": {"fault": "prose"}}}}
+    }
+    (workspace / ".control-room").mkdir(exist_ok=True)
+    (workspace / ".control-room" / "models.json").write_text(json.dumps(models))
+    ctx = Context.open(workspace)
+    try:
+        service = RunService(ctx)
+        # scene 3 is written already: the run fails in phase A, before any model call
+        run = service.start(RunRequest("creative_draft_scene", {"scene_number": 3}))
+        failed = asyncio.run(service.execute(run))
+        assert failed.status.value == "failed"
+        assert failed.models["writer"] == "offline:offline-deterministic-1"
+    finally:
+        ctx.close()
+    # the user changed the writer's model, then retried: the retry is served by the new one
+    monkeypatch.setenv("CONTROLROOM_MODEL_WRITER", "offline:terse-1")
+    ctx = Context.open(workspace)
+    try:
+        retried = RunService(ctx).retry(run.id)
+        assert retried.models["writer"] == "offline:terse-1"
+        (event,) = [e for e in ctx.store.stream(run.id) if isinstance(e, RunRetried)]
+        assert event.models["writer"] == "offline:terse-1"
     finally:
         ctx.close()
