@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from controlroom.domain.errors import (
     FileWriteConflictError,
@@ -37,15 +37,46 @@ if TYPE_CHECKING:  # performers imports this module to register it
     from controlroom.engine.performers import Execution
 
 
-def source_text(run: Run, slot: str) -> str:
+def source_text(run: Run, slot: str, path: str = "") -> str:
     """What the step writes: an artifact slot's text, a pointer slot's value as JSON;
-    ending with a newline, as text files do."""
+    ending with a newline, as text files do. A markdown file written from a value that
+    carries its own markdown (a loop's report: `{"artifact": "# …", "addressed": […]}`)
+    gets that markdown, and the value's lists of lines under their names, not JSON."""
     if slot in run.artifact_slots:
         text = run.slot_texts[slot]
+        if path.endswith(".md") and text.lstrip().startswith("{"):
+            reply = _json_object(text)
+            if reply is not None and isinstance(reply.get("artifact"), str):
+                return _as_markdown(reply)
         return text if text.endswith("\n") else text + "\n"
     if slot not in run.slot_values:
         raise RefResolutionError(slot, slot, f"no slot '{slot}' has been written")
-    return json.dumps(run.slot_values[slot], indent=2, ensure_ascii=False) + "\n"
+    value = run.slot_values[slot]
+    if path.endswith(".md") and isinstance(value, dict) and isinstance(value.get("artifact"), str):
+        return _as_markdown(value)
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _as_markdown(value: dict[str, Any]) -> str:
+    parts = [str(value["artifact"]).rstrip("\n")]
+    for name, items in value.items():
+        if (
+            name != "artifact"
+            and isinstance(items, list)
+            and items
+            and all(isinstance(item, str) for item in items)
+        ):
+            heading = name.replace("_", " ").capitalize()
+            parts.append(f"## {heading}\n\n" + "\n".join(f"- {item}" for item in items))
+    return "\n\n".join(parts) + "\n"
 
 
 def target_path(step: WriteFileStep, run: Run) -> tuple[str, list[str]]:
@@ -92,7 +123,7 @@ async def perform_write_file(execution: Execution, instance: StepInstance) -> Fi
         # A loop changes only what its scope names (Style Tune-up never the outline),
         # whatever path a model's reply or an argument led the step to.
         raise LoopScopeError(loop.name, step.step_id, outside)
-    text = source_text(run, step.source_slot)
+    text = source_text(run, step.source_slot, relative)
     if step.mode == "create":
         # A new scene or chapter takes the heading form and line endings of those beside
         # it; derived from the workspace alone, so a resumed step writes the same bytes.

@@ -15,6 +15,7 @@ from controlroom.tools.analysis import (
     words,
 )
 from controlroom.tools.base import ToolArgs, ToolResult
+from controlroom.tools.wordlist import is_common_word
 from controlroom.tools.workspace import Workspace
 
 LONG_SENTENCE_WORDS = 35
@@ -36,8 +37,62 @@ _NOT_ADVERBS = frozenset(
         "ally",
         "silly",
         "lonely",
+        # adjectives made from nouns with -ly: a look, not a manner
+        "lovely",
+        "comely",
+        "homely",
+        "friendly",
+        "elderly",
+        "orderly",
+        "costly",
+        "deadly",
+        "ghastly",
+        "manly",
+        "womanly",
+        "stately",
+        "likely",
+        "daily",
+        "weekly",
+        "yearly",
+        "lively",
+        "sickly",
+        "goodly",
+        "heavenly",
+        "worldly",
+        "earthly",
+        "cowardly",
+        "beastly",
+        "brotherly",
+        "sisterly",
+        "motherly",
+        "fatherly",
+        "ungainly",
+        "unseemly",
+        "unruly",
+        "surly",
+        "burly",
+        "jolly",
+        "curly",
+        # nouns whose stems are words too
+        "assembly",
+        "folly",
+        "homily",
+        "butterfly",
+        "dragonfly",
+        "firefly",
+        "gadfly",
     }
 )
+
+
+def _an_adverb(low: str) -> bool:
+    """An -ly word made from a word: "quickly" (quick), "happily" (happy), "gently"
+    (gentle), "truly" (true); never "assembly" or "anomaly", whose stems are no words."""
+    if not low.endswith("ly") or low in _NOT_ADVERBS or len(low) < 5:
+        return False
+    stem = low[:-2]
+    candidates = (stem, stem[:-1] + "y" if stem.endswith("i") else "", stem + "le", stem + "e")
+    return stem.endswith("ful") or any(c and is_common_word(c) for c in candidates)
 
 
 #: Words every English page repeats; a repetition flag about them tells a writer nothing.
@@ -63,11 +118,7 @@ def prose_metrics(text: str) -> dict[str, Any]:
     ss = sentences(text)
     sentence_words = [words(s) for _, s in ss]
     lengths = [len(sw) for sw in sentence_words]
-    adverbs = [
-        w
-        for w, low in zip(ws, lowered, strict=True)
-        if low.endswith("ly") and low not in _NOT_ADVERBS
-    ]
+    adverbs = [w for w, low in zip(ws, lowered, strict=True) if _an_adverb(low)]
     names = {n.lower() for n in name_set([text])}
     content = [
         low
