@@ -92,7 +92,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    return _finish(ctx, run, ns.json)
+    return _finish(ctx, run, ns.json, ns.quiet)
 
 
 def cmd_resume(ns: argparse.Namespace) -> int:
@@ -139,7 +139,7 @@ def cmd_resume(ns: argparse.Namespace) -> int:
         finally:
             if printer:
                 ctx.store.unobserve(printer)
-        code = _finish(ctx, run, ns.json)
+        code = _finish(ctx, run, ns.json, ns.quiet)
         worst = max(worst, code)
     if elsewhere:
         print(
@@ -207,7 +207,7 @@ def cmd_retry(ns: argparse.Namespace) -> int:
     finally:
         if printer:
             ctx.store.unobserve(printer)
-    return _finish(ctx, run, ns.json)
+    return _finish(ctx, run, ns.json, ns.quiet)
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
@@ -249,7 +249,7 @@ def follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json
     return _finish(ctx, run, as_json)
 
 
-def _print_run_summary(run: Run, ctx: Context) -> None:
+def _print_run_summary(run: Run, ctx: Context, quiet: bool = False) -> None:
     if run.awaiting.get("kind") == "person":
         issue = run.awaiting.get("issue_id")
         print(
@@ -279,7 +279,7 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
     # Where the results are: stderr, so stdout stays the run's one-line outcome for scripts.
     workspace = ctx.workspace.root
     slots = [s for s in run.slot_texts if s != "task"]
-    if slots:
+    if slots and not quiet:
         print(
             f"read any slot in full: controlroom slot {run.id} SLOT -w {workspace} "
             f"(slots: {', '.join(slots)})",
@@ -292,6 +292,8 @@ def _print_run_summary(run: Run, ctx: Context) -> None:
     own_file = ctx.store.backend == "sqlite" and ctx.store.location() == default
     memory = ctx.store.backend == "memory"  # nothing to see once this process ends
     store = "" if own_file or memory else f"{STORE_VAR}={shlex.quote(_store_spec(ctx))} "
+    if quiet and not store:
+        return  # -q: where the run is recorded; how to see it only from another store
     print(
         f"see it: {store}controlroom show {run.id} -w {workspace}  ·  every event: "
         f"{store}controlroom events {run.id} -w {workspace}",
@@ -307,12 +309,12 @@ def _store_spec(ctx: Context) -> str:
     return location
 
 
-def _finish(ctx: Context, run: Run, as_json: bool) -> int:
+def _finish(ctx: Context, run: Run, as_json: bool, quiet: bool = False) -> int:
     if as_json:
         with read_views(ctx, after_command=True) as views:
             emit_json(views.query.run(run.id).model_dump(mode="json"))
     else:
-        _print_run_summary(run, ctx)
+        _print_run_summary(run, ctx, quiet)
     if run.awaiting.get("kind") == "person":
         return EXIT_HUMAN_INPUT
     if run.is_finished and run.outcome is not None:

@@ -1,0 +1,83 @@
+"""Whole-book consistency checks of novels as published: every finding, and what became
+of each card fact.
+
+`bench/whole_books/<novel>/` holds the cards (and `.control-room/workspace.json`) written
+for ten public-domain novels by helper sessions that never saw the rules; the texts are
+not kept here (the GITenberg sources and how each was laid out: `bench/whole_books/
+README.md`). Lay a novel's chapters out beside its cards, then:
+
+    .venv/bin/python bench/whole_books.py WORKSPACE [WORKSPACE ...]
+
+runs `controlroom run "check consistency of the whole book"` in each and prints its
+findings (each one a false finding unless the published text really slips) and its card
+facts: confirmed by the text, not stated, contradicted, not checkable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+CLI = str(Path(sys.executable).parent / "controlroom")
+TASK = "check consistency of the whole book"
+
+
+def check(workspace: Path) -> dict[str, object]:
+    started = time.perf_counter()
+    ran = subprocess.run(
+        [CLI, "run", TASK, "-q", "--json", "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    try:
+        run_id = json.loads(ran.stdout)["run_id"]
+    except (ValueError, KeyError):
+        raise SystemExit(f"{workspace}: the check did not run: {ran.stderr.strip()}") from None
+    slot = subprocess.run(
+        [CLI, "slot", run_id, "consistency_report", "-w", str(workspace)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(slot.stdout)
+    return {"run_id": run_id, "seconds": seconds, "report": report}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workspaces", nargs="+", type=Path)
+    ns = parser.parse_args()
+    totals: Counter[str] = Counter()
+    print(f"{'novel':<16} {'findings':>8} {'confirmed':>9} {'not stated':>10} "
+          f"{'contradicted':>12} {'not checkable':>13} {'seconds':>7}")  # fmt: skip
+    details = []
+    for workspace in ns.workspaces:
+        result = check(workspace)
+        report = result["report"]
+        assert isinstance(report, dict)
+        facts = Counter(str(f.get("status")) for f in report["facts"])
+        findings = report["findings"]
+        totals.update(facts)
+        totals["findings"] += len(findings)
+        print(f"{workspace.name:<16} {len(findings):>8} {facts['confirmed']:>9} "
+              f"{facts['not stated']:>10} {facts['contradicted']:>12} "
+              f"{facts['not checkable']:>13} {result['seconds']:>7.1f}")  # fmt: skip
+        details += [f"  {workspace.name}: {f['message']}  ({f.get('sentence', '')[:120]})"
+                    for f in findings]  # fmt: skip
+    print(f"{'all':<16} {totals['findings']:>8} {totals['confirmed']:>9} "
+          f"{totals['not stated']:>10} {totals['contradicted']:>12} "
+          f"{totals['not checkable']:>13}")  # fmt: skip
+    if details:
+        print("findings (judge each: a slip of the published text, or a false finding):")
+        print("\n".join(details))
+
+
+if __name__ == "__main__":
+    main()
