@@ -46,6 +46,11 @@ def run_issues_command(ctx: Context, ns: argparse.Namespace) -> int:
             body["reports"] = reports
         print(json.dumps(body, indent=2, ensure_ascii=False))
         return 0
+    if ns.action in ("close", "reopen", "comment"):
+        # a change: say what it did, not the whole story again (`issues show` tells it)
+        print(f"{issue.issue_id}: {issue.status} — {issue.title}")
+        print(f"  the whole story: controlroom issues show {issue.issue_id}")
+        return 0
     _print_issue(issue, ns.full)
     _print_trail(issue, reports)
     return 0

@@ -89,6 +89,8 @@ def test_a_user_comments_closes_and_reopens_an_issue_from_the_cli(workspace: Pat
     assert refused.returncode == 64 and "--reason" in refused.stderr
     closed = cli("issues", "close", issue_id, "--reason", "eyes fixed", "-w", ws)
     assert closed.returncode == 0 and "closed" in closed.stdout
+    # a change says what it did in a line or two, not the whole story again
+    assert len(closed.stdout.splitlines()) <= 2 and f"issues show {issue_id}" in closed.stdout
     again = cli("issues", "close", issue_id, "--reason", "twice", "-w", ws)
     assert again.returncode == 64 and "closed already" in again.stderr
     assert cli("issues", "--status", "open", "-w", ws).stdout.strip() == "no issues"
