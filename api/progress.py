@@ -90,7 +90,12 @@ class ProgressPrinter:
             for r in e.results:
                 self._say(f"  DoD {'✓' if r.passed else '✗'} {r.detail}")
         elif isinstance(e, RunCompleted):
-            partial = " (partial success: a step was deferred)" if e.outcome == 12 else ""
+            partial = (
+                " (partial success: some of its work did not finish: a step deferred, or a "
+                "child run that failed)"
+                if e.outcome == 12
+                else ""
+            )
             self._say(f"■ {e.originator_id} done{partial}")
         elif isinstance(e, RunFailed):
             self._say(f"■ {e.originator_id} failed: {e.error}")

@@ -190,11 +190,15 @@ class RunService:
         if not here:
             run.check_workspace(self.workspace_key, "resume")
         now = self.ctx.clock.now()
+        # A run taken up for the first time (queued, a child its parent just started) is
+        # started, not resumed: nothing was interrupted, and the counts of resumes say so.
+        interrupted = bool(run.history) or bool(run.owner)
         if owner:
             # Refused while another live process holds the run (RunClaimedError).
             takeover = bool(run.owner) and owner_is_gone(run.owner)
             run.claim(now, owner, self.ctx.settings.lease_s, takeover=takeover)
-        run.resume(now)
+        if interrupted:
+            run.resume(now)
         runner = StepRunner(self.ctx, on_partial, offload=offload, owner=owner, phase_a=phase_a)
         if owner:
             # The claim is recorded before any step is performed: of two workers racing for

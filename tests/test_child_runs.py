@@ -243,6 +243,9 @@ def test_an_orchestrator_runs_its_stages_as_child_runs(ctx: Context) -> None:
         assert (child.origin.depth, child.origin.max_depth) == (1, 3)
         assert child.origin.root_run_id == root.id and child.trace_id == root.trace_id
         assert child.task.args == {"scene_number": 1}  # the stage sees the scope
+        assert child.workspace == root.workspace  # a child works where its parent does
+        # taken up for the first time, never interrupted: started, not resumed
+        assert not [e for e in ctx.store.stream(child.id) if type(e).__name__ == "RunResumed"]
     manifest = root.slot_values["prose_stage"]
     assert manifest["children"][0]["outcome_name"] == "SUCCESS"
 
