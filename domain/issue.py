@@ -225,10 +225,12 @@ def stop_hook_issue_id(run_id: str, instance_id: str) -> str:
 def open_stop_hook_issue(
     event: StopHook, recipe_id: str, session_id: str, already_open: Callable[[str], bool]
 ) -> Issue | None:
-    """The decision of the agent-output policy: one `agent_output_invalid` issue per
-    STOP_HOOK, with every raw reply and its errors as evidence; never a DoD issue."""
+    """The decision of the agent-output policy: one `agent_output_invalid` issue per step
+    of a run whose replies broke their contract (its first STOP_HOOK's raw replies and
+    errors as evidence; a loop's `decide#2`, `decide#3` … of the same cause are that
+    issue's, in the run's own events), never a DoD issue."""
     instance = event.instance_id or event.step_id
-    issue_id = stop_hook_issue_id(event.originator_id, instance)
+    issue_id = stop_hook_issue_id(event.originator_id, event.step_id)
     if already_open(issue_id):
         return None
     detail = (

@@ -1228,6 +1228,31 @@ def test_a_list_of_features_after_a_frame_and_a_name_set_off_in_quotes() -> None
     assert [said[s:e] for s, e in quoted_spans(said)] == ["‘Jane!’"]
 
 
+def test_what_a_third_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
+    """Villette and King Solomon's Mines, in their shape."""
+    bretton = "# Mrs. Bretton\n- **Aliases:** Louisa Bretton\n- **Pronouns:** she\n"
+    bretton += "- **Height:** tall\n"
+    # the paragraph opens on someone carried over ("She obeyed"), not on Mrs. Bretton
+    said = (
+        "She obeyed; went and returned. He was talking to Mrs. Bretton when she came back. "
+        "It was a picture to see her, with her tiny stature, standing at his knee.\n"
+    )
+    assert conflicts(said, bretton) == []
+    said = "Mrs. Bretton came in. It was a picture to see her, with her tiny stature.\n"
+    assert conflicts(said, bretton) == ["Mrs. Bretton:height:tiny"]
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nLouisa came in, and Louisa sat. Gagool laughed, and Gagool wept.\n\n"
+        '"Louise Vanderkelkov has fallen ill," said the teacher.\n\n'
+        "Com meus proprios olhos vé os diamantes sem conto guardados nas camaras do "
+        "thesouro. Mate Gagoal. Reze por minha alma.\n\nThen Louisa saw Gagoal smile.\n"
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Louisa Bretton", "Louisa", "Gagool"})
+    # another person with a surname no card has; a letter quoted in Portuguese
+    assert [(v["found"], v["line"]) for v in found] == [("Gagoal", 9)]
+
+
 def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []

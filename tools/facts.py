@@ -262,6 +262,8 @@ _FOND_OR_SCORNFUL = frozenset(
     "silly poor dear sweet pretty foolish stupid naughty wretched good nice funny odd queer "
     "clever vain proud timid brave merry wicked helpless darling precious tiresome".split()
 )
+#: A name after one of these is spoken to, of or with: no subject.
+_NAMED_AS_OBJECT = re.compile(r"\b(?:to|with|at|for|from|of|by|on|upon)\s+$", re.IGNORECASE)
 #: A preposition just before a name: the name is where, or with whom, not who.
 _PREPOSITION_BEFORE = re.compile(
     r"\b(?:behind|beside|before|after|with|near|among|amongst|beyond|upon|under|over|"
@@ -2468,6 +2470,11 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
+                if self._someone_else_carried(gender, entity):
+                    # "She obeyed; went and returned … He was talking to Mrs. Bretton when
+                    # she came back … to see her, with her tiny stature": a "she" opened the
+                    # paragraph before Mrs. Bretton was named, and it was someone else
+                    return None
                 if self._stranger_beside(gender, start, before):
                     # "It was Bob's wife who opened the door to Maggie. She was a tiny
                     # woman": someone unnamed of that sex, in the sentence that names the
@@ -2544,6 +2551,23 @@ class _Context:
             if count >= _PERCEIVER_WORDS or low not in _PERCEIVER_FILLERS:
                 return False
         return False
+
+    def _someone_else_carried(self, gender: Gender | None, entity: str) -> bool:
+        """Whether the paragraph opens on someone of `gender` ("She obeyed; went and
+        returned") before it names `entity`, and that someone, carried over from the
+        paragraphs before, is not known to be `entity`."""
+        subject = _SUBJECT_WORD.get(gender or "")
+        if subject is None:
+            return False
+        first = min((s for s, e in self.told if e == entity), default=None)
+        if first is None:
+            return False
+        opening = subject.match(self.text, len(self.text) - len(self.text.lstrip()))
+        if opening is None or self._carried(gender, first) == entity:
+            return False
+        # named only as someone spoken to or of ("talking to Mrs. Bretton"), the paragraph's
+        # subject stays the one it opened on
+        return bool(_NAMED_AS_OBJECT.search(self.text, max(0, first - 12), first))
 
     def _stranger_beside(self, gender: Gender | None, start: int, end: int) -> bool:
         """Whether `start:end` (narration) holds someone of `gender` it does not name, as

@@ -172,6 +172,20 @@ _DIALECT = re.compile(
 )
 
 
+#: How many lower-case words a paragraph needs before its language is judged.
+_LANGUAGE_SAMPLE = 8
+
+
+def _in_another_language(text: str) -> bool:
+    """Whether most of a paragraph's lower-case words are no English words: a letter or a
+    song quoted in another language, whose spellings of names are its own."""
+    words = re.findall(r"\b[a-z]+\b", text)
+    if len(words) < _LANGUAGE_SAMPLE:
+        return False
+    english = sum(1 for word in words if is_common_word(word))
+    return english * 2 < len(words)
+
+
 def _set_beside(sentence: str, word: str, name: str) -> bool:
     """Whether `sentence` holds the variant and the name next to each other, with nothing
     but stops, dashes, quotes or an "or" between: a groping for the name, or a variant
@@ -230,7 +244,12 @@ def name_variants(
     for path in paths:
         doc = read_document(workspace.read_text(path))
         speech: dict[int, tuple[tuple[int, int], ...]] = {}
+        foreign: dict[int, bool] = {}
         for sentence in doc.sentences:
+            if sentence.block not in foreign:
+                foreign[sentence.block] = _in_another_language(doc.blocks[sentence.block].text)
+            if foreign[sentence.block]:
+                continue  # "Mate Gagoal. Reze por minha alma": a letter quoted in Portuguese
             lowercase.update(w.lower() for w in re.findall(r"\b[a-z]+\b", sentence.text))
             for match in _CAPITALISED.finditer(sentence.text):
                 opens = match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—")
@@ -243,17 +262,20 @@ def name_variants(
                 # word; never "Basil Hallwerd" or "Sybil Vane", whose other words are the
                 # card's
                 other = (
-                    not opens
-                    and bool(
-                        (before is not None and before.group(0).strip() not in book.words)
-                        or (after is not None and after.group(0).strip() not in book.words)
-                        or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
-                        or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
-                        # "three to one at Jena": a town's or a country's name where a place
-                        # stands is no slip for "Jane" (the list is read only for such words)
-                        or (
-                            bool(_PLACE_BEFORE.search(sentence.text[: match.start()]))
-                            and is_place_name(word)
+                    (after is not None and after.group(0).strip() not in book.words)
+                    or (
+                        not opens
+                        and bool(
+                            (before is not None and before.group(0).strip() not in book.words)
+                            or (after is not None and after.group(0).strip() not in book.words)
+                            or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
+                            or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
+                            # "three to one at Jena": a town's or a country's name where a place
+                            # stands is no slip for "Jane" (the list is read only for such words)
+                            or (
+                                bool(_PLACE_BEFORE.search(sentence.text[: match.start()]))
+                                and is_place_name(word)
+                            )
                         )
                     )
                 )
