@@ -1253,6 +1253,23 @@ def test_what_a_third_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     assert [(v["found"], v["line"]) for v in found] == [("Gagoal", 9)]
 
 
+def test_what_a_fourth_audit_read_wrongly_is_no_finding() -> None:
+    """Adam Bede, in its shape."""
+    dinah = "# Dinah Morris\n- **Aliases:** Dinah\n- **Pronouns:** she\n"
+    dinah += "- **Height:** middle height\n"
+    said = (
+        "Dinah came up. While she was near Seth's tall figure, she looked short, but on the "
+        "cart she seemed above the middle height of woman, though in reality she did not "
+        "exceed it.\n"
+    )
+    assert conflicts(said, dinah) == []  # how tall one looks is beside whom one stands
+    assert conflicts("Dinah was short.\n", dinah) == ["Dinah Morris:height:short"]
+    adam = "# Adam Bede\n- **Aliases:** Adam\n- **Pronouns:** he\n- **Hair:** jet-black\n"
+    said = "Adam picked it up; he saw the glass with the dark and light locks of hair under it.\n"
+    assert conflicts(said, adam) == []  # hair cut and kept is no one's head
+    assert conflicts("Adam had light locks.\n", adam) == ["Adam Bede:hair:light"]
+
+
 def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []

@@ -271,6 +271,8 @@ _PREPOSITION_BEFORE = re.compile(
     r"\s+(?:the\s+)?$",
     re.IGNORECASE,
 )
+#: Verbs of how one looks: a height said with them is an impression beside others.
+_APPEARING = frozenset("looked looks seemed seems appeared appears".split())
 #: Words that count hairs one by one: "her one grey hair", "a few white hairs".
 _COUNTED = frozenset("one single few two three several stray first".split())
 #: "taller than any man in the parish": a comparison with everyone is a superlative.
@@ -631,7 +633,7 @@ class _Context:
                 and noun.low in STATURE_NOUNS
                 and all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i, i + 3))
             ):
-                owner, negated = self._subject_of(tokens, i)
+                owner, negated = self._subject_of(tokens, i, idiom=True)
                 if owner and not negated:
                     classes = frozenset({_RELATIVE_HEIGHT[tok.low]})
                     words = f"{tok.low} the {norm.low} {noun.low}"
@@ -1163,6 +1165,17 @@ class _Context:
     def _gap_ok(self, a: _Tok, b: _Tok) -> bool:
         return not _CLAUSE_BREAK.search(self.text[a.end : b.start])
 
+    def _kept_locks(self, tokens: list[_Tok], i: int) -> bool:
+        """ "the dark and light locks of hair under the glass": hair cut and kept, no one's
+        head."""
+        return (
+            tokens[i].low in ("lock", "locks")
+            and i + 2 < len(tokens)
+            and tokens[i + 1].low == "of"
+            and tokens[i + 2].low in ("hair", "hairs")
+            and self._gap_ok(tokens[i], tokens[i + 2])
+        )
+
     @staticmethod
     def _strands(before: Sequence[_Tok], cue: _Tok) -> bool:
         """Whether "hair" is counted ("her one grey hair", "a few white hairs", "a grey
@@ -1185,7 +1198,7 @@ class _Context:
             before.insert(0, tokens[j])
             j -= 1
         values = self._value_words(before, kind)
-        if kind is HAIR and self._strands(before, cue):
+        if kind is HAIR and (self._strands(before, cue) or self._kept_locks(tokens, i)):
             return None  # "pulled her one grey hair out": a strand, not the hair's colour
         phrase_start = before[0] if before else cue
         phrase_end = cue
@@ -2143,6 +2156,11 @@ class _Context:
                 return self._person(word) or self._pronoun(word, spoken), negated
             if word.low == "turned" and PREDICATE_WORDS.get(tokens[i].low) is HEIGHT:
                 return None, False  # "Monks turned short upon the matron": abruptly
+            if word.low in _APPEARING and (idiom or PREDICATE_WORDS.get(tokens[i].low) is HEIGHT):
+                # "beside Seth's tall figure she looked short … she seemed above the middle
+                # height, though in reality she did not exceed it": how tall one looks is
+                # beside whom one stands
+                return None, False
             if (
                 (word.low in FIRST_PERSON or word.low in SECOND_PERSON)
                 and j
