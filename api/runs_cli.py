@@ -114,14 +114,15 @@ def cmd_resume(ns: argparse.Namespace) -> int:
     elsewhere: list[str] = []
     for run_id in run_ids:
         printer = None
-        if not ns.run_id and service.load(run_id).is_finished:
-            continue  # finished since the list was read (an eval ran its unfinished fork)
-        if not ns.run_id and service.load(run_id).belongs_elsewhere(service.workspace_key):
-            elsewhere.append(run_id)  # another workspace's, on a store they share
-            continue
         try:
+            found = service.load(run_id)  # once: each load folds the run's whole stream
+            if not ns.run_id and found.is_finished:
+                continue  # finished since the list was read (an eval ran its unfinished fork)
+            if not ns.run_id and found.belongs_elsewhere(service.workspace_key):
+                elsewhere.append(run_id)  # another workspace's, on a store they share
+                continue
             if not ns.quiet:
-                printer = ProgressPrinter(total_steps=service.load(run_id).total_steps)
+                printer = ProgressPrinter(total_steps=found.total_steps)
                 ctx.store.observe(printer)
             run = event_loop.run(service.resume(run_id, owner=process_owner(), here=ns.here))
             run = with_children(ctx, run)

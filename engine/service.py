@@ -140,11 +140,10 @@ class RunService:
         return run
 
     def serving(self, recipe: Recipe) -> dict[str, str]:
-        """The `provider:model` serving each role of the recipe, as the settings are now."""
-        return {
-            role: f"{profile.provider}:{profile.model}"
-            for role, profile in self.ctx.agents.check(recipe.agent_archetypes()).items()
-        }
+        """The `provider:model` serving each role of the recipe, as the settings are now
+        (the roles are checked, their clients built, where the run is planned or retried)."""
+        profiles = (self.ctx.agents.profile(role) for role in sorted(recipe.agent_archetypes()))
+        return {p.archetype: f"{p.provider}:{p.model}" for p in profiles}
 
     @property
     def workspace_key(self) -> str:

@@ -59,6 +59,8 @@ class Worker:
         self.executor = Executor(ctx, max_concurrent=self.concurrency, offload=True)
         #: Runs this worker went for (some may have been claimed by another worker first).
         self.claimed = 0
+        #: Unfinished runs of other workspaces sharing the store: never this worker's.
+        self._elsewhere: set[str] = set()
 
     @property
     def taken(self) -> int:
@@ -75,16 +77,21 @@ class Worker:
         Each candidate's aggregate is loaded to decide: with hundreds queued, loading them
         all every tick cost more than executing them, so the scan stops at `limit`."""
         now = self.ctx.clock.now()
-        here = str(self.ctx.workspace.root.resolve())
+        here = self.executor.service.workspace_key
         found: list[str] = []
         for run_id in self.unfinished():
             if limit is not None and len(found) >= limit:
                 break
-            if run_id in self.executor.tasks:
+            if run_id in self.executor.tasks or run_id in self._elsewhere:
                 continue
             run = self.ctx.store.load(Run, run_id)
-            if run is None or run.belongs_elsewhere(here):
-                continue  # another workspace's run, on a store they share: theirs to run
+            if run is not None and run.belongs_elsewhere(here):
+                # another workspace's run, on a store they share: theirs to run; a run's
+                # workspace never changes, so it is not loaded again every tick
+                self._elsewhere.add(run_id)
+                continue
+            if run is None:
+                continue
             if run.claimable(now) or _held_by_the_dead(run) or self._ours_to_go_on(run):
                 found.append(run_id)
         return found

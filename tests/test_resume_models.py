@@ -16,14 +16,19 @@ from controlroom.engine.context import Context
 from controlroom.engine.service import RunRequest, RunService
 
 
-def test_a_resumed_run_is_served_by_the_models_it_started_with(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _a_second_offline_model(workspace: Path) -> None:
+    """`offline:terse-1` beside the deterministic model (its replies are prose)."""
     models = {
         "providers": {"offline": {"type": "offline", "faults": {"terse-1": {"fault": "prose"}}}}
     }
     (workspace / ".control-room").mkdir(exist_ok=True)
     (workspace / ".control-room" / "models.json").write_text(json.dumps(models))
+
+
+def test_a_resumed_run_is_served_by_the_models_it_started_with(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _a_second_offline_model(workspace)
     monkeypatch.setenv("CONTROLROOM_MODEL_WRITER", "offline:terse-1")
     ctx = Context.open(workspace)
     try:
@@ -50,11 +55,7 @@ def test_a_resumed_run_is_served_by_the_models_it_started_with(
 def test_a_retry_takes_the_models_as_the_settings_are_now(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    models = {
-        "providers": {"offline": {"type": "offline", "faults": {"terse-1": {"fault": "prose"}}}}
-    }
-    (workspace / ".control-room").mkdir(exist_ok=True)
-    (workspace / ".control-room" / "models.json").write_text(json.dumps(models))
+    _a_second_offline_model(workspace)
     ctx = Context.open(workspace)
     try:
         service = RunService(ctx)

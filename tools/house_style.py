@@ -119,9 +119,7 @@ def _with_heading(
     prefix, suffix = first[: found.start()], first[found.end() :]
     lines = draft.split("\n")
     at = next((i for i, line in enumerate(lines) if line.strip()), None)
-    is_heading = at is not None and (
-        lines[at].lstrip().startswith("#") or re.match(r"\s*(chapter|scene)\b", lines[at], re.I)
-    )
+    is_heading = at is not None and _is_heading(lines[at])
     title = ""
     if at is not None and is_heading:
         matched = _DRAFT_HEADING.match(lines[at].strip())

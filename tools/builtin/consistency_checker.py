@@ -255,19 +255,18 @@ def name_variants(
                 opens = match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—")
                 word = re.sub(r"[’']s$", "", match.group(0))
                 titled = bool(_TITLE_BEFORE.search(sentence.text[: match.start()]))
-                named = bool(_SURNAME_AFTER.match(sentence.text, match.end()))
                 before = _CAPITALISED_BEFORE.search(sentence.text[: match.start()])
                 after = _SURNAME_AFTER.match(sentence.text, match.end())
-                # "the Jeune Amelie", "Molloy Malony", "Madame de Raudon": another name's
-                # word; never "Basil Hallwerd" or "Sybil Vane", whose other words are the
-                # card's
+                named = after is not None
+                # "the Jeune Amelie", "Molloy Malony", "Madame de Raudon", and at a
+                # sentence's start "Louise Vanderkelkov": another name's word; never "Basil
+                # Hallwerd" or "Sybil Vane", whose other words are the card's
                 other = (
                     (after is not None and after.group(0).strip() not in book.words)
                     or (
                         not opens
                         and bool(
                             (before is not None and before.group(0).strip() not in book.words)
-                            or (after is not None and after.group(0).strip() not in book.words)
                             or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
                             or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
                             # "three to one at Jena": a town's or a country's name where a place
