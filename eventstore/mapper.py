@@ -84,5 +84,5 @@ class PydanticMapper(Mapper[str]):
             ) from exc
         # Kept as stored: verification hashes exactly these bytes.
         if version == cls.class_version:
-            event._stored_json = stored_event.state.decode("utf-8")
+            event.keep_stored(stored_event.state.decode("utf-8"))
         return event

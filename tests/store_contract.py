@@ -263,6 +263,22 @@ class EventStoreContract:
         (last,) = store.stream("iss_100")
         assert isinstance(last, IssueOpened) and last.detail.startswith("100 It was")
 
+    def test_a_commit_of_a_thousand_events_gets_their_positions_in_commit_order(
+        self, store: EventStore
+    ) -> None:
+        """SQLite writes a commit's events in statements of several rows each (500 at most):
+        the positions handed back must still be each event's own, in order."""
+        issues = [opened_and_closed(f"iss_{n:04}") for n in range(600)]
+        committed = store.save(*issues)
+        assert [p.position for p in committed] == list(range(1, 1201))
+        assert list(store.read_log()) == committed
+        assert [(p.event.originator_id, p.event.originator_version) for p in committed[:4]] == [
+            ("iss_0000", 1),
+            ("iss_0000", 2),
+            ("iss_0001", 1),
+            ("iss_0001", 2),
+        ]
+
     @pytest.mark.parametrize("batch", [1, 3, 500])
     def test_reading_the_log_after_a_position_resumes_strictly_after_it(
         self, store: EventStore, batch: int
