@@ -22,7 +22,7 @@ from controlroom.domain import untrusted_json
 from controlroom.domain.canonical import sha256_text
 from controlroom.tools.analysis import Fact, find_conflicts, parse_fact_lines, sentences
 from controlroom.tools.builtin.prose_analyzer import prose_metrics
-from controlroom.tools.vocabulary import describes_the_person, kind_of
+from controlroom.tools.vocabulary import SHADES, describes_the_person, kind_of
 
 Inputs = list[tuple[str, str]]
 
@@ -440,6 +440,26 @@ _CONFLICT_MSG = re.compile(
 _VARIANT_MSG = re.compile(r"^(.+?):(\d+): '(.+?)' looks like a misspelling of '(.+?)'$")
 
 
+_VALUE_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+
+
+def _value_words(attribute: str, canon: str) -> str:
+    """The words of a card's value that name it ("brown" of "waving brown hair; a handsome
+    brunette"), with a shade before it ("light brown"): what replaces the flagged word
+    in the text. The whole value when no word of it is in the attribute's vocabulary."""
+    kind = kind_of(attribute)
+    if kind is None:
+        return canon
+    words: list[str] = _VALUE_WORD.findall(canon)
+    for n, word in enumerate(words):
+        following = words[n + 1] if n + 1 < len(words) else ""
+        if word.lower() in SHADES and kind.word_classes(following.lower()):
+            return f"{word} {following}"
+        if kind.word_classes(word.lower()):
+            return word
+    return canon
+
+
 def propose_corrections(task: str, inputs: Inputs) -> str:
     report = _json_of(inputs)
     findings = report.get("findings") or report.get("conflicts") or []
@@ -461,7 +481,10 @@ def propose_corrections(task: str, inputs: Inputs) -> str:
             # Only the flagged words change, and only inside the quoted phrase.
             where = f"in “{quote}”, " if quote else ""
             lines.append(
-                f"{i}. {path} line {line}: {where}change '{found}' to '{canon}' "
+                f"{i}. {path} line {line}: {where}change '{found}' to "
+                f"'{_value_words(attribute, canon)}' ({entity}'s {attribute} {per}: '{canon}')."
+                if _value_words(attribute, canon) != canon
+                else f"{i}. {path} line {line}: {where}change '{found}' to '{canon}' "
                 f"({entity}'s {attribute} {per})."
             )
         elif variant:

@@ -1274,3 +1274,92 @@ def test_a_colour_before_another_noun_is_that_nouns() -> None:
     said = "In her lap, and clinging to her hair, were red and yellow leaves which fell.\n"
     assert conflicts(said, MARTHA) == []
     assert conflicts("Martha's hair was red as fire.\n", MARTHA) == ["Martha Quill:hair:red"]
+
+
+AUDLEY = (
+    "# Lady Audley\n\n## Aliases\n\nLucy Audley, my lady, Mrs. Talboys, Lucy\n\n## Eyes\n\ngrey\n"
+)
+ROBERT = (
+    "# Robert Audley\n\n## Aliases\n\nRobert, Mr. Audley, Mr. Robert Audley, Bob\n\n"
+    "## Eyes\n\ngrey\n"
+)
+
+
+def owners(text: str, *cards: str) -> list[str]:
+    parsed = [parse_card(f"Bible/card{i}.md", c) for i, c in enumerate(cards)]
+    return [
+        f"{s.entity}:{s.kind.attribute}:{s.words}"
+        for s in statements_in(text, build_cast(parsed), None)
+    ]
+
+
+def test_a_heading_cards_names_may_hold_titles_and_run_long() -> None:
+    """ "Mr. Audley" in an aliases section is no sentence's end; a list of names may run
+    past a value's length (a fifth audit's cards lost both, and with them who is "he")."""
+    robert = parse_card("Bible/Robert Audley.md", ROBERT)
+    assert robert.aliases == ("Robert", "Mr. Audley", "Mr. Robert Audley", "Bob")
+    assert robert.gender == "he"
+    names = "Lucy Audley, my lady, Lucy Graham, Helen Talboys, Helen Maldon, Mrs. Talboys, Lucy"
+    lady = parse_card("Bible/Lady Audley.md", f"# Lady Audley\n\n## Aliases\n\n{names}\n")
+    assert len(lady.aliases) == 7
+    prose = parse_card("Bible/x.md", "# X\n\n## Eyes\n\nGrey. She hid them.\n")
+    assert "eyes" not in prose.attributes  # a sentence is still no value
+
+
+def test_what_a_fifth_audit_read_wrongly_is_no_finding() -> None:
+    garden = "# Dickon Sowerby\n- Pronouns: he\n- Eyes: blue\n"
+    craven = "# Archibald Craven\n- Aliases: Mr. Craven\n- Height: short\n"
+    beebe = "# Arthur Beebe\n- Aliases: Mr. Beebe\n- Hair: fair\n"
+    alicia = "# Alicia Audley\n- Aliases: Alicia\n- Pronouns: she\n- Hair: brown\n"
+    colin = "# Colin Craven\n- Aliases: Colin\n- Pronouns: he\n- Eyes: grey\n"
+    george = "# George Talboys\n- Aliases: George\n- Eyes: brown\n"
+    # "her" is the woman's who stares, not the man stared at; with nobody before, nobody's
+    stare = "Lucy Audley cried out. She stood staring at Robert Audley, her blue eyes glittering.\n"
+    assert owners(stare, AUDLEY, ROBERT) == ["Lady Audley:eyes:blue"]
+    assert owners("She stood staring at George, her blue eyes glittering.\n", george) == []
+    # the robin, "he", sets his eye on Dickon: he is not Dickon
+    robin = (
+        "For some mysterious reason he knew he need not watch Dickon. The first moment he set "
+        "his dew-bright black eye on Dickon he knew he was not a stranger.\n"
+    )
+    assert owners(robin, garden) == []
+    assert owners("Colin kept his strange black-lashed eyes fixed on the door.\n", colin) == []
+    # "he held him away": two men in play, and the next paragraph's "He" may be either
+    boy = (
+        "Mr. Craven had extended them just in time to save him from falling, and when he held "
+        "him away to look at him he truly gasped for breath.\n\nHe was a tall boy.\n"
+    )
+    assert owners(boy, craven) == []
+    assert owners("Mr. Craven came in and sat down.\n\nHe was a tall man.\n", craven) == [
+        "Archibald Craven:height:tall"
+    ]
+    child = (
+        "Mr. Beebe’s last vision was of the garden-child clasping it like a lover, his dark "
+        "head buried in a wealth of blossom.\n"
+    )
+    assert owners(child, beebe) == []
+    assert owners("Mr. Beebe, a kindly man, turned his dark head.\n", beebe) == [
+        "Arthur Beebe:hair:dark"
+    ]
+    compared = "He married a young person, no older than Alicia herself, with flaxen ringlets.\n"
+    assert owners(compared, alicia) == []
+    # a paragraph about "she", carried over, keeps her in play beside whom it names
+    phoebe = "# Phoebe Marks\n- Aliases: Phoebe\n- Eyes: grey\n"
+    carried = (
+        "Phoebe was busy at a little table, darning as daintily as if they had been my "
+        "lady's silken hose.\n\nI say that she took no color from external things, in the "
+        "Castle Inn as in Lady Audley's boudoir.\n\nShe looked up. There was some shade of "
+        "vexation in her pale blue eyes.\n"
+    )
+    assert owners(carried, AUDLEY, phoebe) == []
+
+
+def test_a_correction_changes_the_flagged_word_to_the_cards_own_word() -> None:
+    from controlroom.models.offline_roles import propose_corrections
+
+    message = (
+        "book/ch_04.md:11: Alicia Audley's hair is 'flaxen' but canon says 'waving brown "
+        "hair; a handsome brunette' (in “with flaxen ringlets”)"
+    )
+    said = propose_corrections("", [("report", json.dumps({"findings": [{"message": message}]}))])
+    assert "change 'flaxen' to 'brown' (Alicia Audley's hair per the canon card:" in said

@@ -222,9 +222,28 @@ def _table_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
     return found
 
 
+#: A list of names under "## Aliases" may run longer than a value.
+_SECTION_NAMES_MAX = 400
+#: A stop after one of these (or after an initial: "J. R. Hartley") does not end a sentence.
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st jr sr capt col gen rev lt prof mme mlle messrs hon sgt maj cpl esq".split()
+)
+_STOP_SPACE = re.compile(r"(\S+)\.\s")
+
+
+def _is_prose(text: str) -> bool:
+    """Whether TEXT holds a sentence's end: a stop and a space, not after "Mr" or "J"."""
+    for found in _STOP_SPACE.finditer(text.strip()):
+        word = found.group(1).split(".")[-1].lstrip("(\"'“‘")
+        if word.lower() not in _ABBREVIATIONS and not (len(word) == 1 and word.isupper()):
+            return True
+    return False
+
+
 def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:
     key = heading.strip().rstrip(":").lower()
-    too_long = len(text) > _SECTION_VALUE_MAX or ". " in text.strip()
+    longest = _SECTION_NAMES_MAX if key == "aliases" else _SECTION_VALUE_MAX
+    too_long = len(text) > longest or _is_prose(text)
     if len(key.split()) > _SECTION_KEY_WORDS or too_long or not key:
         return {}
     return {key: (_cleaned(text), 0)}

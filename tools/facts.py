@@ -487,10 +487,12 @@ class _Reader:
             turns = [*turns, voices.speaker] if voices.quotes else []
             told = [(s, entity) for s, _, entity in block_mentions if not inside(voices.quotes, s)]
             earlier = tuple(reversed(named_before))
-            named_before.append(
-                frozenset(entity for _, entity in told if entity != self.narrator)
-                | _spoken_of(block.text, voices.quotes)
-            )
+            named = frozenset(entity for _, entity in told if entity != self.narrator)
+            if named_before and _opens_on_pronoun(block.text, voices.quotes, told):
+                # "I say that she took no color … as in Lady Audley's boudoir": a paragraph
+                # about someone carried over keeps them in play beside whom it names
+                named |= named_before[-1]
+            named_before.append(named | _spoken_of(block.text, voices.quotes))
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             named_next = self._named_as_in_view(block_index + 1)  # once a paragraph
             for index in indexes:
@@ -524,6 +526,8 @@ class _Reader:
                         )
                     )
                 history.append((mentions, sentence.start, sentence.end))
+            if history:
+                named_before[-1] |= context.second_persons()
         return found
 
 
@@ -554,6 +558,7 @@ class _Context:
         ]
         self.first = start
         self.sentence_start = start
+        self.sentence_end = end
         out: list[_Found] = []
         for i, tok in enumerate(tokens):
             for kind in KINDS:
@@ -1868,6 +1873,10 @@ class _Context:
             if entity:
                 if tokens[j].low.endswith("'s") and j + 1 < at and self._someone(tokens[j + 1]):
                     return None  # "Mrs. Orchard's baby had blue eyes": the baby's
+                if self._compared_with(tokens[j]):
+                    # "a wax-dollish young person, no older than Alicia herself, with flaxen
+                    # ringlets": the one compared with is not the one described
+                    return None
                 return entity
             if tokens[j].low in ("i", "you"):
                 return self._person(tokens[j])
@@ -1878,6 +1887,11 @@ class _Context:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
             j -= 1
         return None
+
+    def _compared_with(self, tok: _Tok) -> bool:
+        """Whether the name holding `tok` follows "than" ("no older than Alicia")."""
+        start = next((s for s, e, _ in self.mentions if s <= tok.start < e), tok.start)
+        return _THAN_BEFORE.search(self.text, max(0, start - 8), start) is not None
 
     def _someone(self, tok: _Tok) -> bool:
         """Whether a noun after a name's possessive is another person ("Mrs. Orchard's
@@ -2461,6 +2475,15 @@ class _Context:
             # looking at someone unnamed ("the man westward, and Clare could discern that he
             # was tall").
             (entity,) = in_clause
+            bound = self._bound_to_subject(gender, clause, entity, before)
+            if bound is not None:
+                # "she stood staring at Robert Audley, her blue eyes glittering": the
+                # clause's "she" owns the phrase, and is not the one she stares at
+                return bound or None
+            if self._stranger_nearer(gender, entity, clause, before):
+                # "Mr. Beebe's last vision was of the garden-child clasping it like a lover,
+                # his dark head buried in a wealth of blossom": the child's head
+                return None
             looking = [e for s, e, n in self.mentions if n == entity and clause <= s < before]
             if (
                 all(self._perceives(e) for e in looking)
@@ -2488,6 +2511,10 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
+                if self._named_as_object_after(gender, entity, before):
+                    # "The first moment he set his dew-bright black eye on Dickon": the
+                    # clause's "he" is not the one he sets his eye on (the robin is)
+                    return None
                 if self._someone_else_carried(gender, entity):
                     # "She obeyed; went and returned … He was talking to Mrs. Bretton when
                     # she came back … to see her, with her tiny stature": a "she" opened the
@@ -2513,6 +2540,58 @@ class _Context:
             or self._carried(gender, before)
             or self._named_after(gender, before)
         )
+
+    def _bound_to_subject(
+        self, gender: Gender | None, clause: int, entity: str, before: int
+    ) -> str | None:
+        """When the clause opens on "he" or "she" of the pronoun's sex and names ENTITY only
+        after it ("She stood staring at George, her eyes …"), the pronoun's phrase belongs to
+        that subject, who is not the ENTITY named after it (else "at herself"): the one the
+        subject pronoun means, "" for nobody known; None when the clause has no such
+        subject."""
+        if gender not in ("he", "she"):
+            return None
+        named = [s for s, _, n in self.mentions if n == entity and clause <= s < before]
+        if not named:
+            return None
+        subject = _SUBJECT_PRONOUN[gender].search(self.text, clause, named[0])
+        if subject is None or inside(self.quotes, subject.start()):
+            return None
+        if any(clause <= s < subject.start() for s, _, _ in self.mentions):
+            return None  # "George said she …": a name before the pronoun leads the clause
+        # ENTITY itself when the subject was ENTITY all along: the name after it is then
+        # someone else of that name ("she is the daughter of old Peake")
+        return self._resolve(gender, subject.start()) or ""
+
+    def _stranger_nearer(
+        self, gender: Gender | None, entity: str, clause: int, before: int
+    ) -> bool:
+        """Whether someone unnamed of the pronoun's sex (or a child) stands between ENTITY's
+        last mention in the clause and the pronoun, other than in apposition to ENTITY
+        ("Edward, a tall young man, …") or said to be ENTITY ("Peter was a lean lad")."""
+        nearer = _NEARER_STRANGER.get(gender or "")
+        if nearer is None:
+            return False
+        last = max(e for s, e, n in self.mentions if n == entity and clause <= s < before)
+        for found in nearer.finditer(self.text, last, before):
+            if not _APPOSITION.match(self.text[last : found.start()]):
+                return True
+        return False
+
+    def _named_as_object_after(self, gender: Gender | None, entity: str, before: int) -> bool:
+        """Whether the pronoun's clause opens on "he"/"she" of its sex and names ENTITY only
+        after the pronoun ("he set his eye on Dickon"): then the subject is someone else."""
+        if gender not in ("he", "she"):
+            return False
+        clause = self._clause_start(before)
+        subject = _SUBJECT_PRONOUN[gender].search(self.text, clause, before)
+        if subject is None or inside(self.quotes, subject.start()):
+            return False
+        if any(clause <= s < before for s, _, _ in self.mentions):
+            return False
+        ends = _CLAUSE_SEPARATOR.search(self.text, before, self.sentence_end)
+        end = ends.start() if ends else self.sentence_end
+        return any(n == entity and before <= s < end for s, _, n in self.mentions)
 
     def _in_focus(self, gender: Gender | None, before: int) -> str | None:
         """ "Until Margaret had learnt the times … she was very unfortunate. They came
@@ -2659,6 +2738,30 @@ class _Context:
             if not _LOCATIVE_BEFORE.search(self.text, max(start, m.start() - 16), m.start())
         )
 
+    def second_persons(self) -> frozenset[str]:
+        """Someone of each sex the paragraph's narration shows beside another of that sex
+        by "he … him" or "she … her" in one clause ("when he held him away to look at
+        him"), as a stranger: a pronoun opening the next paragraph ("He was a tall boy") may
+        mean either. (A name before "him" is a weaker sign: "an indictment denouncing him"
+        after "Charles Darnay" is Darnay still.)"""
+        return frozenset(
+            _STRANGER + sex
+            for sex in ("he", "she")
+            if any(self._two_of(sex, start, end) for _, start, end in self.history)
+        )
+
+    def _two_of(self, sex: str, start: int, end: int) -> bool:
+        for subject in _SUBJECT_PRONOUN[sex].finditer(self.text, start, end):
+            if inside(self.quotes, subject.start()):
+                continue
+            reach = min(end, subject.end() + _TWO_OF_REACH)
+            found = _OBJECTS[sex].search(self.text, subject.end(), reach)
+            if found is None or inside(self.quotes, found.start()):
+                continue
+            if not _NEW_CLAUSE.search(self.text, subject.end(), found.start()):
+                return True
+        return False
+
     def _uncarded_doer(self, start: int, before: int) -> bool:
         """Whether a given name without a card opens the participle phrase the pronoun at
         `before` stands in: "So Solomon, holding his white head"."""
@@ -2796,6 +2899,17 @@ _SPOKEN_PRONOUNS: dict[str, re.Pattern[str]] = {
 }
 
 
+def _opens_on_pronoun(
+    text: str, quotes: tuple[tuple[int, int], ...], told: Sequence[tuple[int, str]]
+) -> bool:
+    """Whether the paragraph's narration speaks of "he" or "she" before it names anyone."""
+    first = min((s for s, _ in told), default=len(text))
+    return any(
+        not inside(quotes, found.start())
+        for found in _PRONOUN_SUBJECT_ANYWHERE.finditer(text, 0, first)
+    )
+
+
 def _gender_of(cast: Cast, entity: str) -> Gender | None:
     if entity.startswith(_STRANGER):
         return _STRANGER_GENDERS.get(entity[len(_STRANGER) :])
@@ -2850,6 +2964,24 @@ def _any_word(words: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(words.split()) + r")\b", re.IGNORECASE)
 
 
+_THAN_BEFORE = re.compile(r"\bthan\s+$", re.IGNORECASE)
+#: "he" or "she" outside speech, as a paragraph's first subject.
+_PRONOUN_SUBJECT_ANYWHERE = re.compile(r"\b(?:[Hh]e|[Ss]he)\b(?!['’-])")
+#: How far after "he" a "him" shows a second man in the same clause ("he held him away").
+_TWO_OF_REACH = 30
+#: Someone unnamed who may own a pronoun's phrase more nearly than a name before them.
+_NEARER_STRANGER: dict[str, re.Pattern[str]] = {
+    sex: _any_word(f"{words} child infant baby") for sex, words in _ONE_UNNAMED.items()
+}
+#: ", a tall young man," or "was a lean lad" or ", who was a short man," after a name:
+#: the same person.
+_APPOSITION = re.compile(
+    r"^['’]?s?\s*(?:,\s*(?:who|that)?|\s)\s*(?:(?:was|is|were|seemed|looked|became)\b"
+    r"(?:\s+[\w-]+){0,3}?)?\s*"
+    r"(?:a|an|the)\s+"
+    r"(?:[\w-]+,?\s+){0,4}$",
+    re.IGNORECASE,
+)
 _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
     sex: _any_word(f"{words} {_MORE_UNNAMED[sex]}") for sex, words in _ONE_UNNAMED.items()
 }
@@ -2862,6 +2994,11 @@ _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")
 #: A pronoun of each sex as a subject or a possessive (an object "her" or "him" shows a
 #: second person instead: `_OBJECTS`).
+#: A clause's subject pronoun: "he" or "she" alone (not "his", "her").
+_SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
+    "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
+    "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
+}
 _SUBJECT_WORD: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b(?:[Hh]e|[Hh]is)\b"),
     "she": re.compile(r"\b(?:[Ss]he|[Hh]er)\b"),

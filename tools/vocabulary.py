@@ -30,6 +30,14 @@ _NEGATION_CARRIERS = frozenset(
 SHADES = frozenset("light pale dark deep bright".split())
 
 
+#: The last part of a compound that gives another feature its colour: "black-lashed",
+#: "red-rimmed", "dark-browed" eyes state nothing of the eyes' own colour.
+_OTHER_FEATURES = frozenset(
+    "lashed lidded browed rimmed ringed fringed circled haired skinned faced bearded "
+    "cheeked lipped eyed headed complexioned whiskered".split()
+)
+
+
 @dataclass(frozen=True)
 class FactKind:
     attribute: str
@@ -59,7 +67,10 @@ class FactKind:
         a colour only qualifies it ("light-brown" is brown)."""
         if word in self.values:
             return self.values[word]
-        return self._words_classes(word.split("-"))
+        parts = word.split("-")
+        if len(parts) > 1 and parts[-1] in _OTHER_FEATURES and parts[-1] not in self.suffixes:
+            return frozenset()  # "black-lashed eyes": the lashes are black, not the eyes
+        return self._words_classes(parts)
 
     def _words_classes(self, words: list[str]) -> frozenset[str]:
         found: set[str] = set()
