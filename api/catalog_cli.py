@@ -171,7 +171,8 @@ def cmd_workspace(ns: argparse.Namespace) -> int:
     if ns.json:
         emit_json({**layout.as_dict(), "narrator": narrator, "narrator_source": found})
     else:
-        print(f"layout: {layout.source} ({layout.unit}s)")
+        units = f"{layout.unit}s" if layout.units else "no scenes or chapters found"
+        print(f"layout: {layout.source} ({units})")
         for unit in layout.units:
             print(f"  {layout.unit} {unit.number}: {unit.path}  — {unit.title}")
         print(f"outline: {layout.outline or 'none'}")

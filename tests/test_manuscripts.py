@@ -325,6 +325,35 @@ def test_chapters_in_book_or_part_folders_follow_the_folders_order(tmp_path: Pat
     assert [u.number for u in layout.units] == [1, 8, 15]
 
 
+def test_numbered_part_folders_hold_chapters_named_after_a_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Jude the Obscure as a fifth audit laid it out: "Part 1/01 Chapter I.md", the numbers
+    starting again in each part."""
+    for part, chapters in ((1, 3), (2, 2)):
+        for n in range(1, chapters + 1):
+            path = tmp_path / f"Part {part}" / f"{n:02} Chapter {'I' * n}.md"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(f"{'I' * n}\n\nJude walked on.\n")
+    layout = detect_layout(Workspace(tmp_path))
+    assert layout.unit == "chapter"
+    assert [u.path for u in layout.units] == [
+        "Part 1/01 Chapter I.md",
+        "Part 1/02 Chapter II.md",
+        "Part 1/03 Chapter III.md",
+        "Part 2/01 Chapter I.md",
+        "Part 2/02 Chapter II.md",
+    ]
+    assert [u.number for u in layout.units] == [1, 2, 3, 4, 5]
+    empty = tmp_path / "empty"
+    (empty / "Story").mkdir(parents=True)
+    (empty / "Story" / "01.md").write_text("Jude walked on.\n")
+    assert main(["workspace", "check", "-w", str(empty)]) == 1
+    out, err = capsys.readouterr()
+    assert "layout: detected (no scenes or chapters found)" in out  # not "(scenes)"
+    assert "Draft or Text (or numbered Part/Book/Volume folders)" in err
+
+
 def test_a_sentence_ends_before_a_title_and_never_after_one() -> None:
     from controlroom.tools.text import split_sentences
 

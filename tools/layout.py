@@ -3,8 +3,9 @@
 Declared in `.control-room/workspace.json` (schema: `workspace.schema.json` beside this
 module), or detected when that file is absent:
 
-- manuscript units: files under a folder named Scenes, Chapters, Manuscript, Draft(s) or Text;
-  files named `SCN-…`, `CH-…`, `Scene 3…`, `Chapter 3…`; files whose front matter has
+- manuscript units: files under a folder named Scenes, Chapters, Manuscript, Draft(s) or Text,
+  or a numbered Part, Book or Volume; files named `SCN-…`, `CH-…`, `Scene 3…`, `Chapter 3…`
+  (after a number or not: `01 Chapter I`); files whose front matter has
   `scene:` or `chapter:`. They are chapters when their folder or names say so, else scenes.
 - the outline: a file whose name contains "outline", "synopsis" or "beat sheet".
 - canon cards: files under Compendium, Canon, Codex, Bible, Characters, Cast, People, Persons,
@@ -69,7 +70,15 @@ _CARD_LINE = re.compile(
 _CARD_LINES_MIN = 2
 #: Only a card's head is read to know it: cards are short, chapters are not cards.
 _CARD_HEAD = 4000
-_UNIT_NAME = re.compile(r"^(scn|scene|ch|chap|chapter)(?=[\s_\-.]*(\d|[ivxlc]+\b))", re.IGNORECASE)
+_UNIT_NAME = re.compile(
+    r"^(?:\d+[\s_\-.]+)?(scn|scene|ch|chap|chapter)(?=[\s_\-.]*(\d|[ivxlc]+\b))", re.IGNORECASE
+)
+#: A book's own divisions, numbered: "Part 1", "Book Two", "Volume III" hold its chapters.
+_PART_DIR = re.compile(
+    r"^(?:part|book|volume|vol)[\s_\-.]*(?:the\s+)?(?:\d+|[ivxlc]+|one|two|three|four|five|six|seven|"
+    r"eight|nine|ten|first|second|third|fourth|fifth|sixth)$",
+    re.IGNORECASE,
+)
 _CANON_NAME = re.compile(r"^(char|loc|item)-", re.IGNORECASE)
 _OUTLINE_NAME = re.compile(r"outline|synopsis|beat[\s_-]?sheet|treatment", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+")
@@ -188,9 +197,11 @@ def no_units_message(layout: Layout) -> str:
     if layout.source == "declared":
         return f"no scene or chapter files match the patterns in {LAYOUT_FILE}{also}"
     return (
-        "no scene or chapter files found: keep them under a folder named Scenes, Chapters or "
-        "Manuscript, or name them SCN-01…/CH-01…/'Chapter 1…', or declare where they are in "
-        f"{LAYOUT_FILE} (see `controlroom workspace check`){also}"
+        "no scene or chapter files found: keep them under a folder named Scenes, Chapters, "
+        "Manuscript, Draft or Text (or numbered Part/Book/Volume folders), or name them "
+        "SCN-01…/CH-01…/'Chapter 1…', or declare where they are in "
+        f'{LAYOUT_FILE}, e.g. {{"unit": "chapter", "units": ["Story/*.md"]}} '
+        f"(README: Workspace layout){also}"
     )
 
 
@@ -473,7 +484,7 @@ def _detect_layout(workspace: Workspace) -> Layout:
         front = parse_front_matter(text)[0]
         if _CANON_NAME.match(name) or any(f in _CANON_DIRS for f in folders):
             found_canon.append(path)
-        elif (folder := next((f for f in reversed(folders) if f in _UNIT_DIRS), None)) or (
+        elif (folder := next((f for f in reversed(folders) if _holds_units(f)), None)) or (
             _UNIT_NAME.match(name)
         ):
             found_units.append(path)
@@ -501,6 +512,10 @@ def _detect_layout(workspace: Workspace) -> Layout:
         tuple(p for p in paths if p not in taken),
     )
     return _finished(detected, workspace, unreadable, warnings)
+
+
+def _holds_units(folder: str) -> bool:
+    return folder in _UNIT_DIRS or _PART_DIR.match(folder) is not None
 
 
 def _reads_as_card(front: dict[str, str], text: str) -> bool:
