@@ -6,11 +6,12 @@ for twenty public-domain novels by helper sessions that never saw the rules; the
 not kept here (the GITenberg sources and how each was laid out: `bench/whole_books/
 README.md`). Lay a novel's chapters out beside its cards, then:
 
-    .venv/bin/python bench/whole_books.py WORKSPACE [WORKSPACE ...]
+    .venv/bin/python bench/whole_books.py WORKSPACE [WORKSPACE ...] [--facts]
 
 runs `controlroom run "check consistency of the whole book"` in each and prints its
-findings (each one a false finding unless the published text really slips) and its card
-facts: confirmed by the text, not stated, contradicted, not checkable.
+findings (each one a false finding unless the published text really slips) and how many of
+its card facts were confirmed by the text, not stated, contradicted or not checkable;
+`--facts` lists each fact and what became of it.
 """
 
 from __future__ import annotations
@@ -53,11 +54,15 @@ def check(workspace: Path) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workspaces", nargs="+", type=Path)
+    parser.add_argument(
+        "--facts", action="store_true", help="also list every card fact and what became of it"
+    )
     ns = parser.parse_args()
     totals: Counter[str] = Counter()
     print(f"{'novel':<16} {'findings':>8} {'confirmed':>9} {'not stated':>10} "
           f"{'contradicted':>12} {'not checkable':>13} {'seconds':>7}")  # fmt: skip
-    details = []
+    details: list[str] = []
+    fact_lines: list[str] = []
     for workspace in ns.workspaces:
         result = check(workspace)
         report = result["report"]
@@ -71,12 +76,29 @@ def main() -> None:
               f"{facts['not checkable']:>13} {result['seconds']:>7.1f}")  # fmt: skip
         details += [f"  {workspace.name}: {f['message']}  ({f.get('sentence', '')[:120]})"
                     for f in findings]  # fmt: skip
+        if ns.facts:
+            fact_lines += [_fact_line(workspace.name, f) for f in report["facts"]]
     print(f"{'all':<16} {totals['findings']:>8} {totals['confirmed']:>9} "
           f"{totals['not stated']:>10} {totals['contradicted']:>12} "
           f"{totals['not checkable']:>13}")  # fmt: skip
     if details:
         print("findings (judge each: a slip of the published text, or a false finding):")
         print("\n".join(details))
+    if fact_lines:
+        print("card facts (entity, attribute = card value: what became of it):")
+        print("\n".join(fact_lines))
+
+
+def _fact_line(novel: str, fact: dict[str, object]) -> str:
+    status = str(fact.get("status"))
+    counts = ""
+    if fact.get("checked"):
+        counts = f" ({fact.get('agreeing_statements', 0)} agree, "
+        counts += f"{fact.get('contradictions', 0)} contradict)"
+    elif status == "not checkable":
+        counts = f" ({fact.get('reason', '')})"
+    return (f"  {novel}: {fact.get('entity')}, {fact.get('attribute')} = "
+            f"'{fact.get('value')}': {status}{counts}")  # fmt: skip
 
 
 if __name__ == "__main__":
