@@ -1352,6 +1352,11 @@ def test_what_a_fifth_audit_read_wrongly_is_no_finding() -> None:
         "vexation in her pale blue eyes.\n"
     )
     assert owners(carried, AUDLEY, phoebe) == []
+    # words after a predicate noun and a comma are said of its subject
+    michael = "# Sir Michael Audley\n- Aliases: Sir Michael\n- Height: short\n"
+    big = "Sir Michael Audley was fifty-six. He was a big man, tall and stout.\n"
+    assert owners(big, michael) == ["Sir Michael Audley:height:tall"]
+    assert owners("Sir Michael stood by a man, tall and stout.\n", michael) == []
 
 
 def test_a_correction_changes_the_flagged_word_to_the_cards_own_word() -> None:

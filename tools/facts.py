@@ -2214,6 +2214,15 @@ class _Context:
                 return self._possessor(word, spoken), negated
             elif word.low in ("a", "an", "the"):
                 attributive = False
+            elif (
+                "," in gap
+                and not linked
+                and word.low in _PERSON_NOUNS
+                and (article := self._predicate_article(tokens, j)) is not None
+            ):
+                # "He was a big man, tall and stout": what follows a predicate noun after a
+                # comma is said of the same subject
+                j = article
             elif word.low in _ADVERBS or word.low in _SUBJECT_WALK_WORDS:
                 pass
             elif (
