@@ -1368,3 +1368,19 @@ def test_a_correction_changes_the_flagged_word_to_the_cards_own_word() -> None:
     )
     said = propose_corrections("", [("report", json.dumps({"findings": [{"message": message}]}))])
     assert "change 'flaxen' to 'brown' (Alicia Audley's hair per the canon card:" in said
+
+
+def test_a_slip_of_a_pet_name_is_offered_the_pet_name(tmp_path: Path) -> None:
+    """Lady Audley's Secret's one "Georgie" among 49 "Georgey": the slip is for the boy's
+    pet name, one letter further than "George" but spelt the same save its ending."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nGeorge Talboys came home. Georgey ran to him, and then Georgie, "
+        "perceiving the distress of his old protector, set up a terrible howl.\n"
+    )
+    known = {"George Talboys", "George", "Georgey Talboys", "Georgey"}
+    found = [
+        (v["found"], v["expected"]) for v in name_variants(Workspace(tmp_path), ["ch.md"], known)
+    ]
+    assert found == [("Georgie", "Georgey")]

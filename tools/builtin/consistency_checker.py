@@ -45,6 +45,14 @@ _PLACE_BEFORE = re.compile(
 _VOWELS = frozenset("aeiouy")
 
 
+_PET_ENDING = re.compile(r"(?:ie|ey|y|i)$")
+
+
+def _pet_stem(name: str) -> str:
+    """A pet name less its ending: "Georgie", "Georgey" and "Georgy" are all "Georg"."""
+    return _PET_ENDING.sub("", name.lower()) if len(name) > 4 else name.lower()
+
+
 def likely_typo(found: str, name: str) -> bool:
     """One slip away: two letters swapped ("Kale"), a vowel for a vowel ("Sybil",
     "Hallwerd"), a letter for one that sounds the same ("Lawrence"), or a letter more or
@@ -133,7 +141,15 @@ class _NameBook:
         return frozenset(w for name in self.known for w in name.split())
 
     def near(self, word: str) -> list[str]:
-        return sorted(n for n in self.names if n[0] == word[0] and likely_typo(word, n))
+        """The names WORD may be a slip for, the likeliest first: one spelt the same but for
+        a pet name's ending ("Georgie" for the card's "Georgey", not "George"), then the
+        rest in order. Only names one slip away make a finding at all."""
+        typos = sorted(n for n in self.names if n[0] == word[0] and likely_typo(word, n))
+        if not typos:
+            return []
+        stem = _pet_stem(word)
+        same = sorted(n for n in self.names if n != word and _pet_stem(n) == stem)
+        return list(dict.fromkeys([*same, *typos]))
 
     def intended(self, word: str) -> bool:
         """A plural of a name ("the Bennets", "the Lucases"), a plural title, an ordinary
