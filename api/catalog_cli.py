@@ -112,7 +112,7 @@ def cmd_models(ns: argparse.Namespace) -> int:
     from controlroom.domain.ladder_spec import Ladder
     from controlroom.engine.ladders import role_ladder
     from controlroom.models.agents import AgentDirectory
-    from controlroom.models.config import config_path, render_schema, role_config
+    from controlroom.models.config import config_path, render_schema
 
     if ns.action == "schema":
         print(render_schema(), end="")
@@ -129,7 +129,7 @@ def cmd_models(ns: argparse.Namespace) -> int:
     for role in roles:
         profile = agents.check([role])[role]  # raises a clear error for any role it cannot serve
         provider = agents.provider_config(profile.provider)
-        ladder = role_ladder(role_config(agents.config, role))
+        ladder = role_ladder(agents.role(role))
         if ladder is not None:
             for model in ladder.models():
                 agents.check_model(model)  # a ladder's model that cannot be served: an error

@@ -13,7 +13,7 @@ from controlroom.domain.ladder_spec import Ladder, Triage
 from controlroom.domain.recipe import Recipe
 from controlroom.domain.steps import AgentStep
 from controlroom.models.agents import AgentDirectory
-from controlroom.models.config import RoleConfig, role_config
+from controlroom.models.config import RoleConfig
 
 
 def role_ladder(role: RoleConfig) -> Ladder | None:
@@ -44,7 +44,7 @@ def resolve_ladders(agents: AgentDirectory, recipe: Recipe) -> dict[str, Ladder]
     for step in recipe.steps:
         if not isinstance(step, AgentStep):
             continue
-        role = role_config(agents.config, step.agent_archetype)
+        role = agents.role(step.agent_archetype)
         ladder = step.ladder or role_ladder(role)
         if ladder is None:
             continue

@@ -7,6 +7,7 @@ missing extra) is a configuration error before the run starts, never a silent fa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,8 +18,10 @@ from controlroom.models.config import (
     ModelChoice,
     ModelsConfig,
     ProviderConfig,
+    RoleConfig,
     load_models_config,
     role_config,
+    role_variables,
 )
 from controlroom.models.port import ModelClient
 
@@ -54,13 +57,24 @@ class AgentDirectory:
     ) -> None:
         self.config = config or ModelsConfig()
         self._clients: dict[str, ModelClient] = dict(clients or {})
+        #: Each role's configuration as the environment stood when it was worked out: a
+        #: run asks for its roles a score of times, and each answer validates a config.
+        self._roles: dict[tuple[str, ...], RoleConfig] = {}
 
     @classmethod
     def for_workspace(cls, workspace: Path | None) -> AgentDirectory:
         return cls(load_models_config(workspace))
 
+    def role(self, archetype: str) -> RoleConfig:
+        """The role's configuration, environment overrides applied (`role_config`)."""
+        key = (archetype, *(os.environ.get(name, "") for name in role_variables(archetype)))
+        found = self._roles.get(key)
+        if found is None:
+            found = self._roles[key] = role_config(self.config, archetype)
+        return found
+
     def profile(self, archetype: str) -> AgentProfile:
-        role = role_config(self.config, archetype)
+        role = self.role(archetype)
         return AgentProfile(
             agent_id=f"{archetype}-001",
             archetype=archetype,

@@ -311,6 +311,15 @@ def _override(raw: str, variable: str, base: RoleConfig | None) -> RoleConfig:
     )
 
 
+def role_variables(archetype: str) -> tuple[str, ...]:
+    """The environment variables `role_config` reads for ARCHETYPE."""
+    return (
+        f"CONTROLROOM_MODEL_{archetype.upper()}",
+        "CONTROLROOM_MODEL_DEFAULT",
+        "CONTROLROOM_TIER",
+    )
+
+
 def role_config(config: ModelsConfig, archetype: str) -> RoleConfig:
     """The role's configuration after environment overrides; never a silent fallback:
     an archetype with no entry uses `default`, which is explicit (file, env, or offline)."""

@@ -486,3 +486,34 @@ def test_a_call_past_its_overall_deadline_is_an_agent_failure_not_retried(
     assert [(a.kind, a.will_retry) for a in events if isinstance(a, ModelAttemptFailed)] == [
         ("deadline", False)
     ]
+
+
+def test_a_roles_configuration_follows_the_environment_as_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A directory keeps each role's configuration once worked out (a run asks a score of
+    times), keyed by the variables that change it: a new override is read, a bad one is
+    refused every time it is asked."""
+    from controlroom.models.agents import AgentDirectory
+    from controlroom.models.config import ModelsConfig, ProviderConfig
+
+    spare = ProviderConfig.model_validate(
+        {"type": "offline", "faults": {"flaky-1": {"fault": "prose"}}}
+    )
+    config = ModelsConfig(providers={"spare": spare})
+    agents = AgentDirectory(config)
+    monkeypatch.delenv("CONTROLROOM_MODEL_WRITER", raising=False)
+    monkeypatch.delenv("CONTROLROOM_MODEL_DEFAULT", raising=False)
+    monkeypatch.delenv("CONTROLROOM_TIER", raising=False)
+    assert (agents.profile("writer").provider, agents.profile("writer").tier) == ("offline", "t3")
+    monkeypatch.setenv("CONTROLROOM_MODEL_WRITER", "spare:flaky-1")
+    monkeypatch.setenv("CONTROLROOM_TIER", "t5")
+    writer = agents.profile("writer")
+    assert (writer.provider, writer.model, writer.tier) == ("spare", "flaky-1", "t5")
+    assert agents.profile("editor").provider == "offline"  # another role keeps its own
+    monkeypatch.setenv("CONTROLROOM_MODEL_WRITER", "nowhere:model")
+    for _ in range(2):
+        with pytest.raises(ModelConfigError, match="nowhere"):
+            agents.profile("writer")
+    monkeypatch.delenv("CONTROLROOM_MODEL_WRITER")
+    assert agents.profile("writer").provider == "offline"
