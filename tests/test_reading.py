@@ -1384,3 +1384,42 @@ def test_a_slip_of_a_pet_name_is_offered_the_pet_name(tmp_path: Path) -> None:
         (v["found"], v["expected"]) for v in name_variants(Workspace(tmp_path), ["ch.md"], known)
     ]
     assert found == [("Georgie", "Georgey")]
+
+
+def test_what_a_sixth_audit_read_wrongly_is_no_finding() -> None:
+    """Wives and Daughters, in its shape: five false findings of a sixth held-out round."""
+    molly = "# Molly Gibson\n- Aliases: Molly\n- Pronouns: she\n- Hair: black\n- Eyes: grey\n"
+    hyacinth = "# Hyacinth Gibson\n- Aliases: Mrs. Gibson\n- Eyes: blue\n"
+    cynthia = "# Cynthia Kirkpatrick\n- Aliases: Cynthia\n- Pronouns: she\n- Height: tall\n"
+    osborne = "# Osborne Hamley\n- Aliases: Osborne\n- Pronouns: he\n- Height: tall\n"
+    # untagged speech after Molly's turn: whoever says it may be the "she" that follows
+    speech = (
+        "“Why, I quite forgot you!” she said at length.\n\n“But papa!” sobbed out Molly.\n\n"
+        "“Well, don't go and make a piece of work about what can't be helped now.”\n\n"
+        "During this speech she was shaking her long soft auburn hair over her shoulders.\n"
+    )
+    assert owners(speech, molly) == []
+    # one who "felt herself colour" looks at nobody: her eyes are her own
+    felt = (
+        "Mrs. Gibson sat by the window.\n\nMolly felt herself colour all over with the "
+        "consciousness of his regard. She looked up, and showed him her soft blue eyes.\n"
+    )
+    assert owners(felt, molly, hyacinth) == ["Molly Gibson:eyes:blue"]
+    said = "“But he died when I was quite a little thing,” said Cynthia.\n"
+    assert owners(said, cynthia) == []  # a time past
+    assert owners("Cynthia was quite a little thing.\n", cynthia) == [
+        "Cynthia Kirkpatrick:height:little"
+    ]
+    gift = "If he did not see Cynthia, he left her some little thing which she would like.\n"
+    assert owners(gift, cynthia) == []
+    money = "“I'm short enough myself at present,” said Osborne.\n"
+    assert owners(money, osborne) == []
+    assert owners("“I'm short enough,” said Osborne.\n", osborne) == ["Osborne Hamley:height:short"]
+
+
+def test_a_cards_value_may_name_its_source_and_front_matter_may_hold_comments() -> None:
+    card = parse_card("Bible/molly.md", "# Molly\n\n## Eyes\n\ngray (ch. 6)\n")
+    assert card.attributes == {"eyes": "gray (ch. 6)"}
+    yaml = "---\nname: Bitzer\neyes: light  # 'light-eyed' (I.2)\nhair: 'light # kept'\n---\n"
+    bitzer = parse_card("notes/people/bitzer.md", yaml)
+    assert bitzer.attributes == {"eyes": "light", "hair": "light # kept"}

@@ -226,13 +226,16 @@ def _table_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
 _SECTION_NAMES_MAX = 400
 #: A stop after one of these (or after an initial: "J. R. Hartley") does not end a sentence.
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr st jr sr capt col gen rev lt prof mme mlle messrs hon sgt maj cpl esq".split()
+    "mr mrs ms dr st jr sr capt col gen rev lt prof mme mlle messrs hon sgt maj cpl esq "
+    "ch chap vol p pp no cf fig".split()
 )
-_STOP_SPACE = re.compile(r"(\S+)\.\s")
+#: A stop, then a space and a capital: where a sentence may end ("Grey. She hid them").
+_STOP_SPACE = re.compile(r"(\S+)\.\s+(?=[A-Z“\"‘'])")
 
 
 def _is_prose(text: str) -> bool:
-    """Whether TEXT holds a sentence's end: a stop and a space, not after "Mr" or "J"."""
+    """Whether TEXT holds a sentence's end: a stop, a space and a capital, not after "Mr"
+    or "J" ("gray (ch. 6)" is a value with its source)."""
     for found in _STOP_SPACE.finditer(text.strip()):
         word = found.group(1).split(".")[-1].lstrip("(\"'“‘")
         if word.lower() not in _ABBREVIATIONS and not (len(word) == 1 and word.isupper()):

@@ -230,6 +230,17 @@ _ASIDE_LINKS = frozenset("and of the a".split())
 _PRONOUN_VALUE_WORDS = 5
 _FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
 #: Verbs whose subject looks at or judges someone else ("Emma particularly admired").
+#: What holds for now after a word ("short enough myself at present"), a few words on.
+_FOR_NOW = re.compile(
+    r"^(?:\W+\w+){0,3}?\W+(?:at\s+present|just\s+now|for\s+the\s+(?:present|moment)|"
+    r"this\s+(?:week|month|quarter))\b",
+    re.IGNORECASE,
+)
+#: A clause of time past before a word: "when I was quite a", "when she was a very".
+_WHEN_IT_WAS = re.compile(
+    r"\bwhen\s+(?:I|he|she|we|they|you|[A-Z][a-z]+)\s+(?:was|were)\b(?:\s+\w+){0,3}\s+$"
+)
+_REFLEXIVES = frozenset("herself himself themselves myself yourself ourselves".split())
 _PERCEPTION_VERBS = frozenset(
     "admired admire admires saw see sees watched watch watches noticed observed thought felt "
     "feel feels perceived gazed looked beheld fancied considered remembered liked loved "
@@ -492,6 +503,14 @@ class _Reader:
                 # "I say that she took no color … as in Lady Audley's boudoir": a paragraph
                 # about someone carried over keeps them in play beside whom it names
                 named |= named_before[-1]
+            if (
+                voices.quotes
+                and voices.speaker is None
+                and untagged_speech(block.text, voices.quotes)
+            ):
+                # "“Well, don't go and make a piece of work …”" untagged, and nobody can tell
+                # who says it: the next paragraph's "During this speech she …" may be them
+                named |= {_STRANGER}
             named_before.append(named | _spoken_of(block.text, voices.quotes))
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             named_next = self._named_as_in_view(block_index + 1)  # once a paragraph
@@ -1119,6 +1138,8 @@ class _Context:
         """A weak height word ("little", "small", "middle") counts only as stature: "of
         middle height", "a little man", or ending its clause ("I was very little")."""
         word = tokens[i].low
+        if self._for_now(tokens, i) or self._when_it_was(tokens, i):
+            return False
         if word not in WEAK_HEIGHT_WORDS:
             return True
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -1132,7 +1153,10 @@ class _Context:
             intensified = i > 0 and tokens[i - 1].low in _INTENSIFIERS  # "a very little man"
             if i > 0 and tokens[i - 1].low in _FOND_OR_SCORNFUL:
                 return False  # "a silly little thing", "poor little soul": a judgement
-            before_noun = (nxt is not None and nxt.low == "thing") or (  # "a little thing"
+            # "she was a little thing", not "left her some little thing"
+            before_noun = (
+                nxt is not None and nxt.low == "thing" and self._a_before(tokens, i)
+            ) or (
                 nxt is not None
                 and (nxt.low not in _PERSON_NOUNS or intensified)
                 and self._noun_after(tokens, i) in _GROWN_NOUNS
@@ -1148,6 +1172,22 @@ class _Context:
         if nxt is None or not self._gap_ok(tokens[i], nxt):
             return True
         return before_noun or nxt.low in ("for", "and") or self._of_stature(tokens, i)
+
+    def _for_now(self, tokens: list[_Tok], i: int) -> bool:
+        """ "I'm short enough myself at present": a stature lasts; what holds for now is
+        money, time or patience."""
+        ahead = self.text[tokens[i].end : tokens[i].end + 40]
+        return _FOR_NOW.match(ahead) is not None
+
+    def _when_it_was(self, tokens: list[_Tok], i: int) -> bool:
+        """ "he died when I was quite a little thing": a time past, told by "when … was"."""
+        start = max(self.sentence_start, tokens[max(0, i - 6)].start)
+        return _WHEN_IT_WAS.search(self.text, start, tokens[i].start) is not None
+
+    @staticmethod
+    def _a_before(tokens: list[_Tok], i: int) -> bool:
+        """Whether "a"/"an" opens the phrase of `tokens[i]`: "a little", "quite a little"."""
+        return i > 0 and tokens[i - 1].low in ("a", "an")
 
     def _of_stature(self, tokens: list[_Tok], i: int) -> bool:
         """ "small of stature", "short in stature": the height word's own measure."""
@@ -2653,7 +2693,10 @@ class _Context:
                 return False
             low = word.group(0).lower()
             if low in _PERCEPTION_VERBS:
-                return True
+                # "Molly felt herself colour all over": what one feels of oneself is no
+                # look at another
+                after = _WORD.search(self.text, word.end())
+                return after is None or after.group(0).lower() not in _REFLEXIVES
             if count >= _PERCEIVER_WORDS or low not in _PERCEIVER_FILLERS:
                 return False
         return False

@@ -100,9 +100,23 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str, int]:
     for line in match.group(1).splitlines():
         pair = _FRONT_LINE.match(line)
         if pair:
-            fields[pair.group(1).strip().lower()] = pair.group(2).strip().strip("\"'")
+            fields[pair.group(1).strip().lower()] = _yaml_scalar(pair.group(2))
     consumed = match.group(0)
     return fields, text[len(consumed) :], consumed.count("\n")
+
+
+_YAML_COMMENT = re.compile(r"\s+#.*$")
+
+
+def _yaml_scalar(raw: str) -> str:
+    """A front-matter value as YAML reads it: a quoted value whole, else up to a comment
+    (`eyes: dark  # 'so dark-eyed' (I.2)` is "dark")."""
+    value = raw.strip()
+    if value[:1] in ("'", '"'):
+        closing = value.find(value[0], 1)
+        if closing > 0:
+            return value[1:closing]
+    return _YAML_COMMENT.sub("", value).strip().strip("\"'")
 
 
 def _inline_text(token: Token) -> tuple[str, tuple[int, ...]]:
