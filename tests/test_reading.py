@@ -1415,6 +1415,11 @@ def test_what_a_sixth_audit_read_wrongly_is_no_finding() -> None:
     money = "“I'm short enough myself at present,” said Osborne.\n"
     assert owners(money, osborne) == []
     assert owners("“I'm short enough,” said Osborne.\n", osborne) == ["Osborne Hamley:height:short"]
+    # where one sits, and how one is cut off, are no heights
+    assert owners("Molly was sitting, a little behind Lady Harriet.\n", molly) == []
+    cut = "He rose, cutting short Mrs. Gibson's querulous lamentations.\n"
+    assert owners(cut, hyacinth) == []
+    assert owners("The short Mrs. Gibson came in.\n", hyacinth) == ["Hyacinth Gibson:height:short"]
 
 
 def test_a_cards_value_may_name_its_source_and_front_matter_may_hold_comments() -> None:

@@ -240,6 +240,16 @@ _FOR_NOW = re.compile(
 _WHEN_IT_WAS = re.compile(
     r"\bwhen\s+(?:I|he|she|we|they|you|[A-Z][a-z]+)\s+(?:was|were)\b(?:\s+\w+){0,3}\s+$"
 )
+#: Verbs "short" completes as a manner, not a height: "cut short", "stopped short".
+_STOPPED_SHORT = frozenset(
+    "cut cuts cutting stop stops stopped stopping fell fall falls falling fallen came come "
+    "comes coming pulled pull pulls pulling brought bring drew draw pulled run ran".split()
+)
+#: Words of place after an adjective: "a little behind", "a little way".
+_PLACE_WORDS = frozenset(
+    "behind before after above below beyond near beside among between within across along "
+    "past over under into onto upon toward towards ahead apart away way off aside".split()
+)
 _REFLEXIVES = frozenset("herself himself themselves myself yourself ourselves".split())
 _PERCEPTION_VERBS = frozenset(
     "admired admire admires saw see sees watched watch watches noticed observed thought felt "
@@ -1140,6 +1150,8 @@ class _Context:
         word = tokens[i].low
         if self._for_now(tokens, i) or self._when_it_was(tokens, i):
             return False
+        if word == "short" and i and tokens[i - 1].low in _STOPPED_SHORT:
+            return False  # "cutting short Mrs. Gibson's lamentations", "stopped short"
         if word not in WEAK_HEIGHT_WORDS:
             return True
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -2419,6 +2431,8 @@ class _Context:
             if not self._gap_ok(tokens[n - 1], tokens[n]):
                 return None
             word = tokens[n]
+            if word.low in _PLACE_WORDS or self._mention_at(word):
+                return None  # "a little behind Lady Harriet": where, beside whom
             if word.low in _PERSON_NOUNS or word.low in _ALL_CUES:
                 return word.low
             if word.low in _PHRASE_MODIFIER_BLOCKERS - {"and"} or not self._plain(word):
