@@ -372,3 +372,23 @@ def test_a_sentence_ends_before_a_title_and_never_after_one() -> None:
     ]
     # each sentence is found where it stands in the paragraph
     assert all(text[start:].startswith(s) for start, s in split_sentences(text))
+
+
+def test_declaring_the_chapters_keeps_the_cards_found_and_a_unit_alone_applies(
+    tmp_path: Path,
+) -> None:
+    """A seventh audit declared `"units": ["Text/*.md"]` and lost its `Cast/` cards to
+    "other files"; `{"unit": "chapter"}` alone was ignored."""
+    (tmp_path / "Text").mkdir()
+    (tmp_path / "Text" / "01.md").write_text("Isabel walked on.\n")
+    (tmp_path / "Cast").mkdir()
+    (tmp_path / "Cast" / "isabel.md").write_text("# Isabel Archer\n- Eyes: grey\n")
+    state = tmp_path / ".control-room"
+    state.mkdir()
+    (state / "workspace.json").write_text('{"unit": "chapter", "units": ["Text/*.md"]}')
+    layout = detect_layout(Workspace(tmp_path))
+    assert layout.source == "declared" and layout.canon == ("Cast/isabel.md",)
+    (state / "workspace.json").write_text('{"unit": "chapter"}')
+    layout = detect_layout(Workspace(tmp_path))
+    assert (layout.source, layout.unit) == ("detected", "chapter")
+    assert [u.path for u in layout.units] == ["Text/01.md"]

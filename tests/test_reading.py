@@ -1428,3 +1428,15 @@ def test_a_cards_value_may_name_its_source_and_front_matter_may_hold_comments() 
     yaml = "---\nname: Bitzer\neyes: light  # 'light-eyed' (I.2)\nhair: 'light # kept'\n---\n"
     bitzer = parse_card("notes/people/bitzer.md", yaml)
     assert bitzer.attributes == {"eyes": "light", "hair": "light # kept"}
+
+
+def test_a_fond_little_is_no_height() -> None:
+    """The Portrait of a Lady, as a seventh audit read it."""
+    isabel = "# Isabel Archer\n- Aliases: Isabel\n- Pronouns: she\n- Height: tall\n"
+    merle = "# Madame Merle\n- Pronouns: she\n- Height: tall\n"
+    assert owners("Isabel was a really interesting little figure.\n", isabel) == []
+    kiss = "Madame Merle saluted this portion of her charming little person.\n"
+    assert owners(kiss, merle) == []
+    assert owners("Madame Merle was a little woman, small and quick.\n", merle) == [
+        "Madame Merle:height:small"
+    ]

@@ -281,7 +281,8 @@ _SUPERLATIVES = frozenset("tallest shortest".split())
 #: What makes "little" fondness or scorn, not size: "a silly little thing".
 _FOND_OR_SCORNFUL = frozenset(
     "silly poor dear sweet pretty foolish stupid naughty wretched good nice funny odd queer "
-    "clever vain proud timid brave merry wicked helpless darling precious tiresome".split()
+    "clever vain proud timid brave merry wicked helpless darling precious tiresome "
+    "charming interesting delightful lovely dainty".split()
 )
 #: A name after one of these is spoken to, of or with: no subject.
 _NAMED_AS_OBJECT = re.compile(r"\b(?:to|with|at|for|from|of|by|on|upon)\s+$", re.IGNORECASE)
@@ -1304,6 +1305,12 @@ class _Context:
                 return None
         if owner is None:
             return None
+        if kind is HEIGHT and any(
+            v.low in ("little", "small") and tokens[tokens.index(v) - 1].low in _FOND_OR_SCORNFUL
+            for v in values
+            if tokens.index(v)
+        ):
+            return None  # "her charming little person": fondness, not a measure
         classes = frozenset().union(*(kind.classes(v.low) for v in values))
         opener = tokens[tokens.index(phrase_start) - 1] if tokens.index(phrase_start) else None
         quote_from = (

@@ -443,7 +443,13 @@ def _detect_layout(workspace: Workspace) -> Layout:
         paths = [p for p in paths if p not in _glob(paths, spec.exclude)]
     if spec is not None and spec.units:
         unit_paths = _glob(paths, spec.units)
-        canon = _glob(paths, spec.canon)
+        # Cards not declared are found as detection finds them: declaring where the
+        # chapters are must not lose the cards (they were "other files" before).
+        canon = (
+            _glob(paths, spec.canon)
+            if spec.canon
+            else [p for p in _detected(workspace, paths, [], []).canon if p not in unit_paths]
+        )
         if spec.outline is not None and spec.outline not in paths:
             warnings.append(f"the outline '{spec.outline}' named in {LAYOUT_FILE} does not exist")
         outline = _first_readable(
@@ -462,6 +468,16 @@ def _detect_layout(workspace: Workspace) -> Layout:
             tuple(p for p in paths if p not in taken),
         )
         return _finished(declared, workspace, unreadable, warnings)
+    detected = _detected(workspace, paths, warnings, unreadable)
+    if spec is not None and "unit" in spec.model_fields_set:
+        detected = replace(detected, unit=spec.unit)  # {"unit": "chapter"} alone
+    return _finished(detected, workspace, unreadable, warnings)
+
+
+def _detected(
+    workspace: Workspace, paths: list[str], warnings: list[str], unreadable: list[Skipped]
+) -> Layout:
+    """The layout the folders and names show."""
     outline_paths = sorted(
         (p for p in paths if _OUTLINE_NAME.search(p.rsplit("/", 1)[-1])),
         key=lambda p: (p.count("/"), p),
@@ -503,7 +519,7 @@ def _detect_layout(workspace: Workspace) -> Layout:
     units = _units_of(workspace, found_units, "filename", unreadable)
     unit: UnitKind = "chapter" if kinds == {"chapter"} else "scene"
     taken = {*found_units, *found_canon, *outline_paths}
-    detected = Layout(
+    return Layout(
         "detected",
         unit,
         _ordered(units, warnings),
@@ -511,7 +527,6 @@ def _detect_layout(workspace: Workspace) -> Layout:
         tuple(sorted(found_canon)),
         tuple(p for p in paths if p not in taken),
     )
-    return _finished(detected, workspace, unreadable, warnings)
 
 
 def _holds_units(folder: str) -> bool:

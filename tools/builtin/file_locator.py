@@ -175,8 +175,9 @@ class FileLocator:
         if "canon" in args.require and not layout.canon:
             raise ToolError(
                 self.name,
-                "no canon cards found: keep them under Compendium/, Canon/ or Characters/, or "
-                "declare them in .control-room/workspace.json",
+                "no canon cards found: keep them under a folder named Compendium, Canon, "
+                "Codex, Bible, Characters, Cast, People or Wiki, or declare them in "
+                '.control-room/workspace.json (e.g. "canon": ["Notes/People/*.md"])',
             )
         outline_numbers = (
             [int(s["number"]) for s in parse_outline(workspace.read_text(layout.outline))]
