@@ -480,12 +480,12 @@ def propose_corrections(task: str, inputs: Inputs) -> str:
             per = "per the canon card" if source == "canon" else f"as {source} gives it"
             # Only the flagged words change, and only inside the quoted phrase.
             where = f"in “{quote}”, " if quote else ""
+            # The card's own word replaces the flagged one; its whole line is quoted beside.
+            word = _value_words(attribute, canon)
+            card = f": '{canon}'" if word != canon else ""
             lines.append(
-                f"{i}. {path} line {line}: {where}change '{found}' to "
-                f"'{_value_words(attribute, canon)}' ({entity}'s {attribute} {per}: '{canon}')."
-                if _value_words(attribute, canon) != canon
-                else f"{i}. {path} line {line}: {where}change '{found}' to '{canon}' "
-                f"({entity}'s {attribute} {per})."
+                f"{i}. {path} line {line}: {where}change '{found}' to '{word}' "
+                f"({entity}'s {attribute} {per}{card})."
             )
         elif variant:
             path, line, found, expected = variant.groups()

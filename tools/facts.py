@@ -229,7 +229,6 @@ _RELATIVE_SKIP = 12
 _ASIDE_LINKS = frozenset("and of the a".split())
 _PRONOUN_VALUE_WORDS = 5
 _FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
-#: Verbs whose subject looks at or judges someone else ("Emma particularly admired").
 #: What holds for now after a word ("short enough myself at present"), a few words on.
 _FOR_NOW = re.compile(
     r"^(?:\W+\w+){0,3}?\W+(?:at\s+present|just\s+now|for\s+the\s+(?:present|moment)|"
@@ -243,7 +242,7 @@ _WHEN_IT_WAS = re.compile(
 #: Verbs "short" completes as a manner, not a height: "cut short", "stopped short".
 _STOPPED_SHORT = frozenset(
     "cut cuts cutting stop stops stopped stopping fell fall falls falling fallen came come "
-    "comes coming pulled pull pulls pulling brought bring drew draw pulled run ran".split()
+    "comes coming pulled pull pulls pulling brought bring drew draw run ran".split()
 )
 #: Words of place after an adjective: "a little behind", "a little way".
 _PLACE_WORDS = frozenset(
@@ -251,6 +250,7 @@ _PLACE_WORDS = frozenset(
     "past over under into onto upon toward towards ahead apart away way off aside".split()
 )
 _REFLEXIVES = frozenset("herself himself themselves myself yourself ourselves".split())
+#: Verbs whose subject looks at or judges someone else ("Emma particularly admired").
 _PERCEPTION_VERBS = frozenset(
     "admired admire admires saw see sees watched watch watches noticed observed thought felt "
     "feel feels perceived gazed looked beheld fancied considered remembered liked loved "
@@ -2624,14 +2624,22 @@ class _Context:
         named = [s for s, _, n in self.mentions if n == entity and clause <= s < before]
         if not named:
             return None
-        subject = _SUBJECT_PRONOUN[gender].search(self.text, clause, named[0])
-        if subject is None or inside(self.quotes, subject.start()):
+        subject = self._opening_pronoun(gender, clause, named[0])
+        if subject is None:
             return None
-        if any(clause <= s < subject.start() for s, _, _ in self.mentions):
-            return None  # "George said she …": a name before the pronoun leads the clause
         # ENTITY itself when the subject was ENTITY all along: the name after it is then
         # someone else of that name ("she is the daughter of old Peake")
-        return self._resolve(gender, subject.start()) or ""
+        return self._resolve(gender, subject) or ""
+
+    def _opening_pronoun(self, gender: Gender, clause: int, until: int) -> int | None:
+        """Where "he"/"she" of GENDER stands in narration between `clause` and `until`, with
+        no name before it in the clause ("George said she …": the name leads); None if not."""
+        found = _SUBJECT_PRONOUN[gender].search(self.text, clause, until)
+        if found is None or inside(self.quotes, found.start()):
+            return None
+        if any(clause <= s < found.start() for s, _, _ in self.mentions):
+            return None
+        return found.start()
 
     def _stranger_nearer(
         self, gender: Gender | None, entity: str, clause: int, before: int
@@ -2654,8 +2662,7 @@ class _Context:
         if gender not in ("he", "she"):
             return False
         clause = self._clause_start(before)
-        subject = _SUBJECT_PRONOUN[gender].search(self.text, clause, before)
-        if subject is None or inside(self.quotes, subject.start()):
+        if self._opening_pronoun(gender, clause, before) is None:
             return False
         if any(clause <= s < before for s, _, _ in self.mentions):
             return False
@@ -3065,13 +3072,13 @@ _ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
 }
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")
-#: A pronoun of each sex as a subject or a possessive (an object "her" or "him" shows a
-#: second person instead: `_OBJECTS`).
 #: A clause's subject pronoun: "he" or "she" alone (not "his", "her").
 _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
     "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
 }
+#: A pronoun of each sex as a subject or a possessive (an object "her" or "him" shows a
+#: second person instead: `_OBJECTS`).
 _SUBJECT_WORD: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b(?:[Hh]e|[Hh]is)\b"),
     "she": re.compile(r"\b(?:[Ss]he|[Hh]er)\b"),
