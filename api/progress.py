@@ -33,6 +33,8 @@ class ProgressPrinter:
         self.started: dict[str, datetime] = {}
         #: Runs whose end was shown: the summary after it lists their issues with findings.
         self.ended: set[str] = set()
+        #: Runs whose Definition of Done failed, with how many checks failed of how many.
+        self.dod_failed: dict[str, tuple[int, int]] = {}
 
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -89,6 +91,9 @@ class ProgressPrinter:
         elif isinstance(e, DodChecked):
             for r in e.results:
                 self._say(f"  DoD {'✓' if r.passed else '✗'} {r.detail}")
+            failing = sum(not r.passed for r in e.results)
+            if failing:
+                self.dod_failed[e.originator_id] = (failing, len(e.results))
         elif isinstance(e, RunCompleted):
             partial = (
                 " (partial success: some of its work did not finish: a step deferred, or a "
@@ -97,6 +102,14 @@ class ProgressPrinter:
                 else ""
             )
             self._say(f"■ {e.originator_id} done{partial}")
+        elif isinstance(e, RunFailed) and e.originator_id in self.dod_failed:
+            # Every step ran and the checks found something: the work's verdict, which a
+            # bare "failed" makes read like the tool breaking.
+            failing, total = self.dod_failed[e.originator_id]
+            self._say(
+                f"■ {e.originator_id} ran every step; its Definition of Done failed "
+                f"{failing} of {total} check(s) (what they found: below)"
+            )
         elif isinstance(e, RunFailed):
             self._say(f"■ {e.originator_id} failed: {e.error}")
         elif isinstance(e, RunCancelled):

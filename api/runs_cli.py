@@ -250,6 +250,15 @@ def follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json
     return _finish(ctx, run, as_json)
 
 
+def _failed_dod_checks(run: Run) -> int | None:
+    """How many Definition of Done checks failed a run that failed on them alone (every
+    step ran); None for any other run."""
+    if run.status.value != "failed" or not run.dod_results:
+        return None
+    failing = sum(not r.passed for r in run.dod_results)
+    return failing or None
+
+
 def _print_run_summary(run: Run, ctx: Context, quiet: bool = False) -> None:
     if run.awaiting.get("kind") == "person":
         issue = run.awaiting.get("issue_id")
@@ -261,6 +270,11 @@ def _print_run_summary(run: Run, ctx: Context, quiet: bool = False) -> None:
             f'  answer: controlroom issues answer {issue} "RESOLUTION"   '
             f"(read the story: controlroom issues show {issue}; or: controlroom cancel "
             f"{run.id})"
+        )
+    elif (failing := _failed_dod_checks(run)) is not None:
+        print(
+            f"{run.id}: failed its Definition of Done ({failing} of {len(run.dod_results or [])}"
+            " check(s)) — every step ran and nothing crashed: the checks found what follows"
         )
     else:
         state = run.status.value + (" (partial success)" if run.outcome == 12 else "")

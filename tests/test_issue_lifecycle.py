@@ -81,7 +81,11 @@ def test_the_same_finding_in_a_second_run_links_to_the_open_issue(ctx: Context) 
 
 def test_a_user_comments_closes_and_reopens_an_issue_from_the_cli(workspace: Path) -> None:
     ws = str(workspace)
-    assert cli("run", CHECK, "-w", ws, "-q").returncode == 1
+    checked = cli("run", CHECK, "-w", ws, "-q")
+    assert checked.returncode == 1
+    # the checks' verdict, not a crash: the summary says every step ran
+    assert "failed its Definition of Done (1 of " in checked.stdout
+    assert "every step ran and nothing crashed" in checked.stdout
     (issue,) = json.loads(cli("issues", "-w", ws, "--json").stdout)
     issue_id = issue["issue_id"]
     assert cli("issues", "comment", issue_id, "asked the author", "-w", ws).returncode == 0
