@@ -1202,6 +1202,10 @@ def test_what_five_more_unseen_novels_read_wrongly_is_no_finding(tmp_path: Path)
     assert HEIGHT.classes("six feet two inches") == {"tall"}
     assert HEIGHT.classes("of ordinary stature") == {"middle"}
     assert HEIGHT.classes("rather below the middle height") == {"middle", "short"}
+    # a card's height in the book's own words: a comma, "hardly more than", "upwards of"
+    assert HEIGHT.classes("hardly more than five feet, four inches") == {"middle", "short"}
+    assert HEIGHT.classes("upwards of six feet") == {"tall"}
+    assert HEIGHT.classes("barely five feet") == {"short"}
     # a name groped for, or a variant the text itself introduces, and an alias's plural
     from controlroom.tools.builtin.consistency_checker import name_variants
 

@@ -245,9 +245,17 @@ _FEET_WORDS = {
         "zero one two three four five six seven eight nine ten eleven twelve".split()
     )
 }
+#: What may come before a height in feet, and which way it leans: "upwards of six feet"
+#: is over it; "hardly more than five feet four" is that height, at most (read as written).
+_FEET_LEANS = {
+    "over": "over", "above": "over", "more than": "over", "upwards of": "over",
+    "upward of": "over", "under": "under", "below": "under", "less than": "under",
+}  # fmt: skip
 _FEET = re.compile(
-    r"\b(?P<over>over|above|under|below|nearly|almost|about|full|fully)?\s*(?P<feet>\w+)\s+"
-    r"(?:feet|foot|ft\.?)(?:(?:\s+and)?\s+(?P<inches>\w+)(?:\s+inch(?:es)?)?)?"
+    r"\b(?:(?P<over>over|above|under|below|(?:more|less)\s+than|upwards?\s+of)"
+    r"|(?:(?:hardly|scarcely|barely|not|no)\s+(?:more\s+than\s+)?)"
+    r"|nearly|almost|about|full|fully|quite|just)?\s*(?P<feet>\w+)\s+"
+    r"(?:feet|foot|ft\.?)(?:,?(?:\s+and)?\s+(?P<inches>\w+)(?:\s+inch(?:es)?)?)?"
 )
 
 
@@ -276,10 +284,10 @@ def _height_idioms(phrase: str) -> str:
         if count is None:
             return found.group(0)
         height = count * 12 + inches
-        over = found.group("over") or ""
-        if height >= 72 or (over in ("over", "above") and height >= 71):
+        over = _FEET_LEANS.get(" ".join((found.group("over") or "").split()), "")
+        if height >= 72 or (over == "over" and height >= 71):
             return "tall"
-        if height <= 60 or (over in ("under", "below") and height <= 61):
+        if height <= 60 or (over == "under" and height <= 61):
             return "short"
         return "middle short" if height <= 65 else "middle"
 
