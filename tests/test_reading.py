@@ -247,6 +247,26 @@ def test_canon_update_proposes_what_it_read_and_cards_for_people_without_one(
     assert "- New card: Miss Abbot" in report
 
 
+def test_places_languages_and_half_names_are_not_proposed_as_new_people() -> None:
+    from controlroom.tools.canon import build_cast
+    from controlroom.tools.newcomers import uncarded_people
+
+    text = (
+        "# Chapter 1\n\n"
+        'Mr. Lorry walked through Saint Antoine. "Go," said French, and Saint Antoine slept. '
+        "He was tried for helping the said French Lewis; the French were near; in French "
+        "he said it. Saint Antoine woke.\n\n"
+        '"Your friend, Mr. Peter\nHawkins, wrote," said Mr. Hawkins. Mr. Peter came. '
+        'Mr. Hawkins went. Mr. Peter Hawkins stayed. "Yes," said Lorry. Lorry left.\n\n'
+        "Prince Edward sailed; Prince Edward Island. Prince Edward. Mr. Barnard’s Inn is Mr. "
+        "Barnard's. Mr. Barnard.\n"
+    )
+    found = [name for name, _, _ in uncarded_people({"ch.md": text}, build_cast([]))]
+    # a saint's title names a place; a word after "in" or "the" is a place or a language;
+    # "Mr. Peter" of "Mr. Peter Hawkins" is Mr. Hawkins
+    assert found == ["Mr. Hawkins", "Mr. Lorry"]
+
+
 def test_every_unmodified_novel_of_the_corpus_passes_the_whole_book_check() -> None:
     for labels in sorted(CORPUS.glob("*.json")):
         ws = Workspace(REPO / json.loads(labels.read_text(encoding="utf-8"))["workspace"])
