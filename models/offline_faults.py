@@ -140,4 +140,5 @@ def _finding(inputs: Inputs) -> str:
         return "the text could not be checked against any canon fact"
     found = roles.contrary(fact.attribute.strip().lower(), fact.value) or "something else"
     where = f" (in “{sentence}”)" if sentence else ""
-    return f"{fact.entity}'s {fact.attribute} is '{found}' but canon says '{fact.value}'{where}"
+    verb = "are" if fact.attribute.strip().lower() == "eyes" else "is"
+    return f"{fact.entity}'s {fact.attribute} {verb} '{found}' but canon says '{fact.value}'{where}"

@@ -434,7 +434,7 @@ def review_consistency(task: str, inputs: Inputs) -> str:
 
 
 _CONFLICT_MSG = re.compile(
-    r"^(.+?):(\d+): (.+?)'s (.+?) is '(.+?)' but (canon|\S+:\d+) says '(.+?)'"
+    r"^(.+?):(\d+): (.+?)'s (.+?) (?:is|are) '(.+?)' but (canon|\S+:\d+) says '(.+?)'"
     r"(?: \((?:no card states it; )?in “(.+)”\))?$"
 )
 _VARIANT_MSG = re.compile(r"^(.+?):(\d+): '(.+?)' looks like a misspelling of '(.+?)'$")

@@ -84,7 +84,7 @@ def test_the_first_command_completes_a_durable_run(workspace: Path) -> None:
 def test_the_planted_problem_is_found_and_becomes_an_issue(workspace: Path) -> None:
     result = cli("run", "check consistency of the scenes against canon", "-w", str(workspace))
     assert result.returncode == 1
-    assert "SCN-02-the-ambush.md:3: Kael's eyes is 'green' but canon says 'grey'" in result.stdout
+    assert "SCN-02-the-ambush.md:3: Kael's eyes are 'green' but canon says 'grey'" in result.stdout
     issues = as_json(cli("issues", "-w", str(workspace), "--json"))
     assert len(issues) == 1 and issues[0]["kind"] == "dod_failure"
     # named once: in the run's summary, with its findings, not also as the progress's last line

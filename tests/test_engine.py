@@ -130,7 +130,7 @@ def test_the_planted_canon_contradiction_fails_the_dod_and_opens_an_issue(
         "slot": "consistency_report",
         "field": "findings",
     }
-    assert "Kael's eyes is 'green' but canon says 'grey'" in json.dumps(issue["evidence"])
+    assert "Kael's eyes are 'green' but canon says 'grey'" in json.dumps(issue["evidence"])
     corrections = run.slot_values["corrections"]
     assert "change 'green' to 'grey'" in corrections
 

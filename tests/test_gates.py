@@ -198,7 +198,7 @@ def test_a_failed_model_free_check_wins_over_the_models_pass() -> None:
         verdict_slot="continuity_report",
         checks=[{"check": "slot_field_empty", "slot": "consistency_report", "field": "findings"}],
     )
-    finding = {"type": "canon_conflict", "message": "a.md:3: Kael's eyes is 'green'", **CONFLICT}
+    finding = {"type": "canon_conflict", "message": "a.md:3: Kael's eyes are 'green'", **CONFLICT}
     slots = {
         "consistency_report": {"pass": False, "findings": [finding]},
         "continuity_report": {"pass": True, "findings": [], "summary": "all fine"},

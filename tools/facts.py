@@ -411,14 +411,16 @@ class Conflict:
         }
 
     def describe(self) -> str:
+        # "Marian's eyes are 'black'", "her hair is 'red'"
+        verb = "are" if self.attribute == "eyes" else "is"
         if self.against != "canon":
             return (
-                f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
+                f"{self.path}:{self.line}: {self.entity}'s {self.attribute} {verb} "
                 f"'{self.found}' but {self.against} says '{self.canon_value}' (no card states "
                 f"it; in “{self.quote}”)"
             )
         return (
-            f"{self.path}:{self.line}: {self.entity}'s {self.attribute} is "
+            f"{self.path}:{self.line}: {self.entity}'s {self.attribute} {verb} "
             f"'{self.found}' but canon says '{self.canon_value}' (in “{self.quote}”)"
         )
 

@@ -99,7 +99,11 @@ class FactKind:
                 stated |= self.blends.get((word, words[n + 1]), frozenset())
                 continue  # "light brown" is brown (or, for hair, fair)
             classes = self.word_classes(word)
-            if classes and negated:
+            if classes and negated and n and words[n - 1] == "too":
+                # "not too tall" rules out only too much: "tall, yet not too tall" is tall,
+                # and alone it says nothing
+                pass
+            elif classes and negated:
                 ruled_out |= classes if self.negatable else frozenset()
             elif classes:
                 stated |= classes
@@ -139,6 +143,7 @@ EYES = FactKind(
             "jade": "green",
             "brown": "brown",
             "hazel": "brown green",
+            "hazle": "brown green",  # Austen's spelling: "the true hazle eye"
             "amber": "brown",
             "chestnut": "brown",
             "tawny": "brown",

@@ -36,6 +36,12 @@ _OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
 #: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
 _PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
 #: "three to one at Jena", "the road to Brussels": where a town's name stands.
+#: "Beli' me, John": a word clipped in dialect ("believe"), followed by its apostrophe and
+#: the next word; a name at the end of a quotation closes it with a stop or a comma first.
+_CLIPPED = re.compile(r"[’'][ \t]+[a-z]")
+#: "lunch at Henri's.", "went to Sherry's": a possessive standing alone after "at" or "to"
+#: is a shop, a restaurant or a house, named for someone who need not be in the book.
+_ALONE_AFTER_POSSESSIVE = re.compile(r"[ \t]*(?:[.,;:!?)—\"”’']|--|$)")
 _PLACE_BEFORE = re.compile(
     r"\b(?:at|in|into|to|from|near|towards?|through|of|beyond|outside|round|via)[ \t]+$",
     re.IGNORECASE,
@@ -268,6 +274,8 @@ def name_variants(
                 continue  # "Mate Gagoal. Reze por minha alma": a letter quoted in Portuguese
             lowercase.update(w.lower() for w in re.findall(r"\b[a-z]+\b", sentence.text))
             for match in _CAPITALISED.finditer(sentence.text):
+                if _CLIPPED.match(sentence.text, match.end()):
+                    continue  # "Beli' me": dialect, not a name
                 opens = match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—")
                 word = re.sub(r"[’']s$", "", match.group(0))
                 titled = bool(_TITLE_BEFORE.search(sentence.text[: match.start()]))
@@ -289,7 +297,17 @@ def name_variants(
                             # stands is no slip for "Jane" (the list is read only for such words)
                             or (
                                 bool(_PLACE_BEFORE.search(sentence.text[: match.start()]))
-                                and is_place_name(word)
+                                and (
+                                    is_place_name(word)
+                                    or (
+                                        word != match.group(0)
+                                        and bool(
+                                            _ALONE_AFTER_POSSESSIVE.match(
+                                                sentence.text, match.end()
+                                            )
+                                        )
+                                    )
+                                )
                             )
                         )
                     )
