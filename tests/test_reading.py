@@ -1392,6 +1392,16 @@ def test_what_a_fifth_audit_read_wrongly_is_no_finding() -> None:
     big = "Sir Michael Audley was fifty-six. He was a big man, tall and stout.\n"
     assert owners(big, michael) == ["Sir Michael Audley:height:tall"]
     assert owners("Sir Michael stood by a man, tall and stout.\n", michael) == []
+    # "She was a very pretty girl": the girl is she, nobody else in play; "a girl came in"
+    # is someone else
+    harriet = "# Harriet Smith\n- Aliases: Harriet\n- Pronouns: she\n- Eyes: brown\n"
+    pretty = (
+        "Harriet Smith was the natural daughter of somebody.\n\nShe was a very pretty "
+        "girl. She was short, plump, and fair, with blue eyes.\n"
+    )
+    assert owners(pretty, harriet) == ["Harriet Smith:height:short", "Harriet Smith:eyes:blue"]
+    other = pretty.replace("She was a very pretty girl.", "A very pretty girl came in.")
+    assert owners(other, harriet) == []
 
 
 def test_a_correction_changes_the_flagged_word_to_the_cards_own_word() -> None:

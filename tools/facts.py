@@ -2882,7 +2882,7 @@ class _Context:
             return None
         if _OBJECTS[gender].search(self.text, 0, before):
             return None  # "him" or "her" here may be anyone
-        if _UNNAMED_PERSON[gender].search(self.text, 0, before):
+        if _someone_unnamed(gender, self.text, before):
             return None  # "the boy in buttons entered … behind his small black figure"
         for names in self.earlier:
             fitting = {e for e in names if _compatible(_gender_of(self.cast, e), gender)}
@@ -3072,6 +3072,24 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
 _ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
     sex: _any_word(words) for sex, words in _ONE_UNNAMED.items()
 }
+#: "She was a very pretty girl": the noun says what the pronoun's person is, not who else
+#: is there.
+_PREDICATE_OF_PRONOUN = re.compile(
+    r"\b(?:he|she)\s+(?:was|is|seemed|became)\s+(?:(?:quite|still|then|now)\s+)?"
+    r"(?:a|an)\s+(?:[\w-]+,?\s+){0,4}$",
+    re.IGNORECASE,
+)
+
+
+def _someone_unnamed(gender: str, text: str, before: int) -> bool:
+    """Whether someone unnamed of GENDER is in play before `before` ("the boy in buttons
+    entered"), leaving out a noun that only says what a "he" or "she" is."""
+    return any(
+        not _PREDICATE_OF_PRONOUN.search(text, 0, found.start())
+        for found in _UNNAMED_PERSON[gender].finditer(text, 0, before)
+    )
+
+
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")
 #: A clause's subject pronoun: "he" or "she" alone (not "his", "her").
