@@ -1402,6 +1402,11 @@ def test_what_a_fifth_audit_read_wrongly_is_no_finding() -> None:
     assert owners(pretty, harriet) == ["Harriet Smith:height:short", "Harriet Smith:eyes:blue"]
     other = pretty.replace("She was a very pretty girl.", "A very pretty girl came in.")
     assert owners(other, harriet) == []
+    # a figure seen, then named: "The tall form was that of Gabriel Oak"; not someone's view
+    oak = "# Gabriel Oak\n- Aliases: Oak\n- Pronouns: he\n- Height: tall\n"
+    assert owners("The tall form was that of Gabriel Oak.\n", oak) == ["Gabriel Oak:height:tall"]
+    assert owners("Liddy saw the tall form. It was that of Gabriel Oak.\n", oak) == []
+    assert owners("The tall form was that of a man near Oak.\n", oak) == []
 
 
 def test_a_correction_changes_the_flagged_word_to_the_cards_own_word() -> None:
@@ -1429,6 +1434,15 @@ def test_a_slip_of_a_pet_name_is_offered_the_pet_name(tmp_path: Path) -> None:
         (v["found"], v["expected"]) for v in name_variants(Workspace(tmp_path), ["ch.md"], known)
     ]
     assert found == [("Georgie", "Georgey")]
+    # Far from the Madding Crowd's one "Cainey" among 23 "Cainy": the pet name, not "Cain"
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nCainy Ball ran in. Then Cainey Ball to be under-shepherd, said Cain.\n"
+    )
+    known = {"Cainy Ball", "Cainy", "Cain Ball", "Cain", "Ball"}
+    found = [
+        (v["found"], v["expected"]) for v in name_variants(Workspace(tmp_path), ["ch.md"], known)
+    ]
+    assert found == [("Cainey", "Cainy")]
 
 
 def test_what_a_sixth_audit_read_wrongly_is_no_finding() -> None:

@@ -627,6 +627,8 @@ class _Context:
                 owner, negated = self._subject_of(tokens, i)
                 if owner is None and not negated and predicate is HANDEDNESS:
                     owner = self._doer(tokens, i)
+                if owner is None and not negated:
+                    owner = self._form_that_of(tokens, i)
                 if owner:
                     classes = predicate.classes(_COMPARATIVES.get(tok.low, tok.low))
                     words = tok.low
@@ -638,6 +640,28 @@ class _Context:
                         )
             out.extend(self._told_otherwise(tokens, i))
         return [found for found in out if not self._asked_or_wished(tokens, found[5])]
+
+    def _form_that_of(self, tokens: list[_Tok], i: int) -> str | None:
+        """ "The tall form was that of Gabriel Oak": a figure first seen, then named, is the
+        named person's; only where the sentence opens on it and nothing stands between."""
+        start = i
+        while start > 0 and tokens[start - 1].low not in ("the", "a"):
+            start -= 1
+            if i - start > 2:
+                return None
+        if start == 0 or start - 1 != 0:
+            return None  # "the" must open the sentence: "Bob saw the tall form …" is Bob's view
+        k = i + 1
+        while k < len(tokens) and k - i <= 3 and tokens[k].low not in _FORM_NOUNS:
+            k += 1
+        if k + 4 >= len(tokens) or tokens[k].low not in _FORM_NOUNS:
+            return None
+        if [t.low for t in tokens[k + 1 : k + 4]] != ["was", "that", "of"]:
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(start - 1, k + 4)):
+            return None
+        entity = self._mention_at(tokens[k + 4])
+        return None if entity is None or entity.startswith(_STRANGER) else entity
 
     def _short_for_a_name(self, tokens: list[_Tok], i: int) -> bool:
         """ "Jo is short for a longer name" names; "short for his age", "short for a
@@ -3090,6 +3114,8 @@ def _someone_unnamed(gender: str, text: str, before: int) -> bool:
     )
 
 
+#: What a figure seen before it is named is called: "The tall form was that of Gabriel Oak".
+_FORM_NOUNS = frozenset("form figure shape".split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")
 #: A clause's subject pronoun: "he" or "she" alone (not "his", "her").

@@ -154,7 +154,11 @@ class _NameBook:
         if not typos:
             return []
         stem = _pet_stem(word)
-        same = sorted(n for n in self.names if n != word and _pet_stem(n) == stem)
+        # a pet name itself first: "Cainey" is a slip for "Cainy", not for "Cain"
+        same = sorted(
+            (n for n in self.names if n != word and _pet_stem(n) == stem),
+            key=lambda n: (_pet_stem(n) == n.lower(), n),
+        )
         return list(dict.fromkeys([*same, *typos]))
 
     def intended(self, word: str) -> bool:
