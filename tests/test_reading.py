@@ -1407,6 +1407,15 @@ def test_what_a_fifth_audit_read_wrongly_is_no_finding() -> None:
     assert owners("The tall form was that of Gabriel Oak.\n", oak) == ["Gabriel Oak:height:tall"]
     assert owners("Liddy saw the tall form. It was that of Gabriel Oak.\n", oak) == []
     assert owners("The tall form was that of a man near Oak.\n", oak) == []
+    # how a named person came into view: "Lily Bart appeared, tall and noble"
+    lily = "# Lily Bart\n- Aliases: Lily\n- Pronouns: she\n- Height: tall\n"
+    came = "Lily Bart appeared, tall and noble in her black dress, with Gerty at her side.\n"
+    assert owners(came, lily) == ["Lily Bart:height:tall"]
+    assert owners("Lily Bart appeared, tall men behind her.\n", lily) == []
+    assert owners("Then Lily Bart appeared, tall and pale.\n", lily) == []
+    opened = "The door opened, and Lily Bart appeared, tall and noble in her black dress.\n"
+    assert owners(opened, lily) == ["Lily Bart:height:tall"]
+    assert owners("When the door opened, Lily Bart appeared, tall and pale.\n", lily) == []
 
 
 def test_a_correction_changes_the_flagged_word_to_the_cards_own_word() -> None:

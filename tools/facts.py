@@ -628,7 +628,7 @@ class _Context:
                 if owner is None and not negated and predicate is HANDEDNESS:
                     owner = self._doer(tokens, i)
                 if owner is None and not negated:
-                    owner = self._form_that_of(tokens, i)
+                    owner = self._form_that_of(tokens, i) or self._as_appeared(tokens, i)
                 if owner:
                     classes = predicate.classes(_COMPARATIVES.get(tok.low, tok.low))
                     words = tok.low
@@ -662,6 +662,31 @@ class _Context:
             return None
         entity = self._mention_at(tokens[k + 4])
         return None if entity is None or entity.startswith(_STRANGER) else entity
+
+    def _as_appeared(self, tokens: list[_Tok], i: int) -> str | None:
+        """ "Lily Bart appeared, tall and noble in her black dress": a word set after a
+        comma behind a name and a verb of appearing says how the named one appeared; only
+        where the name opens the sentence, in narration, and the word closes its phrase
+        ("appeared, tall men behind her" is not hers)."""
+        if i < 2 or inside(self.quotes, tokens[i].start):
+            return None
+        verb, named = tokens[i - 1], tokens[i - 2]
+        if verb.low not in _ENTERING or self.text[verb.end : tokens[i].start].strip() != ",":
+            return None
+        entity = self._mention_at(named)
+        if entity is None or entity.startswith(_STRANGER) or not self._gap_ok(named, verb):
+            return None
+        first = next(s for s, e, _ in self.mentions if s <= named.start < e)
+        opening = self.text[self.sentence_start : first].strip(" \t\n\"“‘'(")
+        if opening and not _CLAUSE_OPENS.search(opening):
+            return None  # "Then Lily appeared, …", "When Lily appeared, …": not the clause
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if after is not None and not (
+            after.low in ("and", "in", "with", "but")
+            or self.text[tokens[i].end : after.start].strip()
+        ):
+            return None
+        return entity
 
     def _short_for_a_name(self, tokens: list[_Tok], i: int) -> bool:
         """ "Jo is short for a longer name" names; "short for his age", "short for a
@@ -3114,6 +3139,10 @@ def _someone_unnamed(gender: str, text: str, before: int) -> bool:
     )
 
 
+#: Where a clause opens after another: "the door opened, and Lily Bart appeared".
+_CLAUSE_OPENS = re.compile(r"(?:[,;]\s*(?:and|but)|;)$")
+#: Verbs after which "Lily appeared, tall and noble" says how someone came into view.
+_ENTERING = frozenset("appeared entered stood emerged reappeared".split())
 #: What a figure seen before it is named is called: "The tall form was that of Gabriel Oak".
 _FORM_NOUNS = frozenset("form figure shape".split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
