@@ -31,7 +31,7 @@ from controlroom.api.cli_common import (
 )
 from controlroom.domain.errors import ControlRoomError, NotRoutableError, RunConflictError
 from controlroom.domain.events import DomainEvent
-from controlroom.domain.run import Run
+from controlroom.domain.run import Run, RunStatus
 from controlroom.engine import event_loop
 from controlroom.engine.context import Context
 from controlroom.engine.ports import process_owner
@@ -253,7 +253,7 @@ def follow_to_the_end(ctx: Context, run_id: str, *, show_progress: bool, as_json
 def _failed_dod_checks(run: Run) -> int | None:
     """How many Definition of Done checks failed a run that failed on them alone (every
     step ran); None for any other run."""
-    if run.status.value != "failed" or not run.dod_results:
+    if run.status != RunStatus.FAILED or not run.dod_results:
         return None
     failing = sum(not r.passed for r in run.dod_results)
     return failing or None

@@ -644,12 +644,7 @@ class _Context:
     def _form_that_of(self, tokens: list[_Tok], i: int) -> str | None:
         """ "The tall form was that of Gabriel Oak": a figure first seen, then named, is the
         named person's; only where the sentence opens on it and nothing stands between."""
-        start = i
-        while start > 0 and tokens[start - 1].low not in ("the", "a"):
-            start -= 1
-            if i - start > 2:
-                return None
-        if start == 0 or start - 1 != 0:
+        if not 1 <= i <= 3 or tokens[0].low not in ("the", "a"):
             return None  # "the" must open the sentence: "Bob saw the tall form …" is Bob's view
         k = i + 1
         while k < len(tokens) and k - i <= 3 and tokens[k].low not in _FORM_NOUNS:
@@ -658,7 +653,7 @@ class _Context:
             return None
         if [t.low for t in tokens[k + 1 : k + 4]] != ["was", "that", "of"]:
             return None
-        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(start - 1, k + 4)):
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(k + 4)):
             return None
         entity = self._mention_at(tokens[k + 4])
         return None if entity is None or entity.startswith(_STRANGER) else entity

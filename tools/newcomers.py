@@ -25,8 +25,8 @@ _NAME = r"[A-Z][a-z]+(?:[’'][a-z]+)?"
 _WORDS = re.compile(r"[A-Za-z]+(?:[’'][A-Za-z]+)?")
 _ADDRESS = frozenset("missis mama mamma papa sir madam ma'am master mistress".split())
 _SAINTS = frozenset({"st", "saint"})
-#: "in Paris", "in French", not "in Jane's room"; "the French", "a Frenchman".
-_AFTER_IN = re.compile(r"\b(?:[Ii]n|a|an|the)\s+(" + _NAME + r")\b(?![’'])")
+#: "in Paris", "in French", "the French", not "in Jane's room".
+_AFTER_IN_OR_ARTICLE = re.compile(r"\b(?:[Ii]n|a|an|the)\s+(" + _NAME + r")\b(?![’'])")
 #: "Prince Edward Island", "Barnard's Inn", "Baker Street": a place named for someone.
 _PLACE_AFTER = re.compile(
     r"\b([A-Z][a-z]+)(?:[’']s)?\s+(?:Island|Street|Square|Road|Lane|Hall|Park|Place|Court|"
@@ -45,7 +45,7 @@ def uncarded_people(
     character's own misspelling, `workspace.json` `ignore_names`) are nobody new."""
     carded = cast.name_tokens() | {w for n in cast.owner for w in n.split()} | set(intended or [])
     lowercase: set[str] = set()
-    #: Written after "in": a place or a language (`_AFTER_IN`).
+    #: Places and languages: after "in" or an article, or before "Island", "Inn", ...
     placed: set[str] = set()
     people: dict[str, str] = {}
     first: dict[str, str] = {}
@@ -57,7 +57,7 @@ def uncarded_people(
         doc = read_document(text)
         for block in doc.prose:
             lowercase.update(w for w in _WORDS.findall(block.text) if w.islower())
-            placed.update(_AFTER_IN.findall(block.text))
+            placed.update(_AFTER_IN_OR_ARTICLE.findall(block.text))
             placed.update(_PLACE_AFTER.findall(block.text))
             for name, label, at in _people_in(block.text):
                 people.setdefault(name, label)

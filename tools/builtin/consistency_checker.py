@@ -35,13 +35,13 @@ _CAPITALISED_BEFORE = re.compile(r"(?<![.!?:;“\"‘(—–-])[ \t]+[A-Z][a-z]+
 _OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
 #: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
 _PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
-#: "three to one at Jena", "the road to Brussels": where a town's name stands.
 #: "Beli' me, John": a word clipped in dialect ("believe"), followed by its apostrophe and
 #: the next word; a name at the end of a quotation closes it with a stop or a comma first.
 _CLIPPED = re.compile(r"[’'][ \t]+[a-z]")
 #: "lunch at Henri's.", "went to Sherry's": a possessive standing alone after "at" or "to"
 #: is a shop, a restaurant or a house, named for someone who need not be in the book.
 _ALONE_AFTER_POSSESSIVE = re.compile(r"[ \t]*(?:[.,;:!?)—\"”’']|--|$)")
+#: "three to one at Jena", "the road to Brussels": where a town's name stands.
 _PLACE_BEFORE = re.compile(
     r"\b(?:at|in|into|to|from|near|towards?|through|of|beyond|outside|round|via)[ \t]+$",
     re.IGNORECASE,
@@ -256,6 +256,13 @@ def _slip(
     return not (titled and near not in book.surnames)
 
 
+def _names_a_place(text: str, match: re.Match[str], word: str) -> bool:
+    """Whether WORD, found where a place stands ("at", "to" before it), names one: a town or
+    a country, or a possessive standing alone ("lunch at Henri's.")."""
+    alone = word != match.group(0) and _ALONE_AFTER_POSSESSIVE.match(text, match.end())
+    return is_place_name(word) or bool(alone)
+
+
 def name_variants(
     workspace: Workspace, paths: list[str], known: set[str], ignored: list[str] | None = None
 ) -> list[dict[str, Any]]:
@@ -301,17 +308,7 @@ def name_variants(
                             # stands is no slip for "Jane" (the list is read only for such words)
                             or (
                                 bool(_PLACE_BEFORE.search(sentence.text[: match.start()]))
-                                and (
-                                    is_place_name(word)
-                                    or (
-                                        word != match.group(0)
-                                        and bool(
-                                            _ALONE_AFTER_POSSESSIVE.match(
-                                                sentence.text, match.end()
-                                            )
-                                        )
-                                    )
-                                )
+                                and _names_a_place(sentence.text, match, word)
                             )
                         )
                     )
