@@ -392,3 +392,16 @@ def test_declaring_the_chapters_keeps_the_cards_found_and_a_unit_alone_applies(
     layout = detect_layout(Workspace(tmp_path))
     assert (layout.source, layout.unit) == ("detected", "chapter")
     assert [u.path for u in layout.units] == ["Text/01.md"]
+
+
+def test_units_in_a_folder_that_does_not_say_are_chapters_when_their_headings_say_so(
+    tmp_path: Path,
+) -> None:
+    """Round 9's Far from the Madding Crowd: `Text/01-title.md` opening `# Chapter 1`, and
+    `workspace check` called its chapters scenes."""
+    (tmp_path / "Text").mkdir()
+    for n, heading in ((1, "# Chapter 1"), (2, "CHAPTER II.")):
+        (tmp_path / "Text" / f"{n:02}-slug.md").write_text(f"{heading}\r\n\r\nOak walked.\r\n")
+    assert detect_layout(Workspace(tmp_path)).unit == "chapter"
+    (tmp_path / "Text" / "03-slug.md").write_text("# The Storm\n\nOak walked.\n")
+    assert detect_layout(Workspace(tmp_path)).unit == "scene"  # one that does not say

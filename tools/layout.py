@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controlroom.domain.errors import WorkspaceError
-from controlroom.tools.text import parse_front_matter, read_document
+from controlroom.tools.text import normalize_newlines, parse_front_matter, read_document
 from controlroom.tools.workspace import (
     REPORTS_DIR,
     STATE_DIR,
@@ -73,6 +73,8 @@ _CARD_HEAD = 4000
 _UNIT_NAME = re.compile(
     r"^(?:\d+[\s_\-.]+)?(scn|scene|ch|chap|chapter)(?=[\s_\-.]*(\d|[ivxlc]+\b))", re.IGNORECASE
 )
+#: A unit's first line naming it a chapter: "# CHAPTER IV.", "Chapter 12: The Return", "Ch. 3".
+_CHAPTER_HEADING = re.compile(r"^\s*#{0,6}\s*(?:chapter|chap\.|ch\.)\s*[0-9ivxlc]", re.IGNORECASE)
 #: A book's own divisions, numbered: "Part 1", "Book Two", "Volume III" hold its chapters.
 _PART_DIR = re.compile(
     r"^(?:part|book|volume|vol)[\s_\-.]*(?:the\s+)?(?:\d+|[ivxlc]+|one|two|three|four|five|six|seven|"
@@ -506,7 +508,9 @@ def _detected(
             found_units.append(path)
             named = _UNIT_NAME.match(name)
             kind = _UNIT_DIRS.get(folder or "") or (
-                "chapter" if named and named.group(1).lower().startswith("ch") else "scene"
+                ("chapter" if named.group(1).lower().startswith("ch") else "scene")
+                if named
+                else _kind_by_heading(text)
             )
             kinds.add(kind)
         elif "scene" in front or "chapter" in front:
@@ -527,6 +531,14 @@ def _detected(
         tuple(sorted(found_canon)),
         tuple(p for p in paths if p not in taken),
     )
+
+
+def _kind_by_heading(text: str) -> UnitKind:
+    """What a file in a folder that does not say (`Text/`, `Draft/`, `Book One/`) is, by
+    its own first line: `# CHAPTER IV.` is a chapter; anything else is taken as a scene."""
+    body = parse_front_matter(normalize_newlines(text))[1]
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    return "chapter" if _CHAPTER_HEADING.match(first) else "scene"
 
 
 def _holds_units(folder: str) -> bool:
