@@ -162,7 +162,7 @@ _IDENTIFYING_REACH = 60
 _OPENS_NAMING = re.compile(r"\s*(?:This|That|It|Such|His|Her|The)\b")
 #: "So Solomon, holding his", "Old Solomon, in his": a name, a comma and a participle or
 #: "in"/"with" opening the phrase a pronoun stands in.
-_NAME_AND_PARTICIPLE = re.compile(r"\b([A-Z][a-z]+),\s+(?:\w+ing|in|with)\b[^,.;:!?]*$")
+_NAME_AND_PARTICIPLE = re.compile(r"\b([A-Z][a-z]+),?\s+(?:\w+ing|in|with)\b[^,.;:!?]*,?\s*$")
 #: Kin a feature is had from: "Tom has his father's brown eyes".
 _KIN = frozenset(
     "father mother brother sister uncle aunt grandfather grandmother papa mamma mama family".split()
@@ -255,7 +255,7 @@ _PERCEPTION_VERBS = frozenset(
     "admired admire admires saw see sees watched watch watches noticed observed thought felt "
     "feel feels perceived gazed looked beheld fancied considered remembered liked loved "
     "wondered found discern discerned descried espied perceive recognised recognized "
-    "judged guessed".split()
+    "judged guessed heard hear hears".split()
 )
 #: Words that may stand between a perceiver and the verb: "Emma could not but feel".
 _PERCEIVER_FILLERS = frozenset(
@@ -639,7 +639,22 @@ class _Context:
                             (owner, predicate, words, classes, tok.start, tok.start, tok.end)
                         )
             out.extend(self._told_otherwise(tokens, i))
-        return [found for found in out if not self._asked_or_wished(tokens, found[5])]
+        return [
+            found
+            for found in out
+            if not self._asked_or_wished(tokens, found[5]) and not self._dark_with_feeling(found)
+        ]
+
+    def _dark_with_feeling(self, found: _Found) -> bool:
+        """ "His eyes were dark and shining", "her dark, wondering eyes", "eyes dark with
+        pain": eyes darkened by what is felt (Lawrence's way with eyes of any colour), not
+        their colour."""
+        if found[1] is not EYES or found[2] != "dark":
+            return False
+        value_start = found[4]  # where the value's word stands
+        if self.text[value_start : value_start + 4].lower() != "dark":
+            return False
+        return _DARK_WITH_FEELING.match(self.text, value_start + 4) is not None
 
     def _form_that_of(self, tokens: list[_Tok], i: int) -> str | None:
         """ "The tall form was that of Gabriel Oak": a figure first seen, then named, is the
@@ -2603,7 +2618,13 @@ class _Context:
             looking = [e for s, e, n in self.mentions if n == entity and clause <= s < before]
             if (
                 all(self._perceives(e) for e in looking)
-                and self._unnamed_before(gender, before)
+                and (
+                    self._unnamed_before(gender, before)
+                    # "Agatha was dressed first … Miriam heard her greet the lad gaily, knew
+                    # how brilliant her grey eyes became": the one heard, named without a
+                    # card, is the one described
+                    or self._uncarded_named(0, clause)
+                )
                 # "Hoseason looked me in the face out of his cold grey eyes": the eyes
                 # one looks out of or with are one's own
                 and not _LOOKING_THROUGH.search(self.text, max(clause, before - 16), before)
@@ -2627,6 +2648,11 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
+                if self._opens_on_another(gender, start, min(s for s, _, _ in told)):
+                    # "His nearest relatives were Sir Felix and Henrietta … His hair was
+                    # red": the "his" the sentence opens on is not Sir Felix's, so another
+                    # man is in view, and the paragraph's "he" is likelier his
+                    return None
                 if self._named_as_object_after(gender, entity, before):
                     # "The first moment he set his dew-bright black eye on Dickon": the
                     # clause's "he" is not the one he sets his eye on (the robin is)
@@ -2656,6 +2682,14 @@ class _Context:
             or self._carried(gender, before)
             or self._named_after(gender, before)
         )
+
+    def _opens_on_another(self, gender: Gender | None, start: int, named: int) -> bool:
+        """Whether the sentence at `start` opens in narration on "he"/"his" (or "she"/"her")
+        of GENDER before its first name at `named`: that pronoun means someone else."""
+        if gender not in ("he", "she") or inside(self.quotes, start):
+            return False
+        opening = _OPENING_PRONOUN[gender].match(self.text, start)
+        return opening is not None and opening.end() <= named
 
     def _bound_to_subject(
         self, gender: Gender | None, clause: int, entity: str, before: int
@@ -2900,7 +2934,8 @@ class _Context:
 
     def _uncarded_named(self, start: int, end: int) -> bool:
         """Whether someone without a card is named between `start` and `end`: a titled
-        name ("Mrs. Boucher") or a given name mid-sentence ("and Bessy said")."""
+        name ("Mrs. Boucher"), a given name mid-sentence ("and Bessy said") or opening one
+        before its verb ("Agatha was dressed first")."""
         carded = self.cast.name_tokens()
         for found in TITLED_NAME.finditer(self.text, start, end):
             if found.group("name") not in carded:
@@ -2912,6 +2947,8 @@ class _Context:
             opening = self.text[max(0, found.start() - 3) : found.start()]
             if not _SENTENCE_OPENING.search(opening):
                 return True  # mid-sentence: a name, not a sentence's first word
+            if _VERB_AFTER_NAME.match(self.text, found.end()):
+                return True  # "Agatha was dressed first": a sentence's subject
         return False
 
     def _carried(self, gender: Gender | None, before: int) -> str | None:
@@ -2928,6 +2965,10 @@ class _Context:
             return None  # "him" or "her" here may be anyone
         if _someone_unnamed(gender, self.text, before):
             return None  # "the boy in buttons entered … behind his small black figure"
+        if self._uncarded_named(0, before):
+            # "simpered Martha, one of the little kitchen-maids; and her beady black eyes":
+            # someone no card names, named here, may be the one meant
+            return None
         for names in self.earlier:
             fitting = {e for e in names if _compatible(_gender_of(self.cast, e), gender)}
             if fitting:
@@ -3127,11 +3168,22 @@ _PREDICATE_OF_PRONOUN = re.compile(
 
 def _someone_unnamed(gender: str, text: str, before: int) -> bool:
     """Whether someone unnamed of GENDER is in play before `before` ("the boy in buttons
-    entered"), leaving out a noun that only says what a "he" or "she" is."""
-    return any(
-        not _PREDICATE_OF_PRONOUN.search(text, 0, found.start())
-        for found in _UNNAMED_PERSON[gender].finditer(text, 0, before)
-    )
+    entered", "The tall colonel, livid, with his coal-black ringlets"), leaving out a noun
+    that only says what a "he" or "she" is."""
+    found_all = [*_UNNAMED_PERSON[gender].finditer(text, 0, before)]
+    if gender == "he":
+        found_all += _RANK_UNNAMED.finditer(text, 0, before)
+    return any(not _PREDICATE_OF_PRONOUN.search(text, 0, found.start()) for found in found_all)
+
+
+#: A man by his rank or calling, unnamed: "the tall colonel", "the Colonel" (never "Colonel
+#: Sotillo", which names him).
+_RANK_UNNAMED = re.compile(
+    r"\b(?:colonel|captain|major|general|sergeant|corporal|lieutenant|admiral|commander|"
+    r"squire|judge|bishop|magistrate|governor|prisoner)\b"
+    r"|\b[Tt]he\s+(?:Colonel|Captain|Major|General|Sergeant|Lieutenant|Admiral|Squire|"
+    r"Judge|Bishop|Governor)\b(?!\s+[A-Z])"
+)
 
 
 #: Where a clause opens after another: "the door opened, and Lily Bart appeared".
@@ -3141,11 +3193,26 @@ _ENTERING = frozenset("appeared entered stood emerged reappeared".split())
 #: What a figure seen before it is named is called: "The tall form was that of Gabriel Oak".
 _FORM_NOUNS = frozenset("form figure shape".split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+#: After "dark" said of eyes: a participle beside it, or "with" and a feeling (not "with
+#: long lashes"), makes it a look, not a colour.
+_DARK_WITH_FEELING = re.compile(
+    r"(?:\s*,\s*|\s+and\s+)[a-z]+ing\b"
+    r"|\s+with\s+(?![\w\s]{0,20}\b(?:lashes|brows|eyebrows|lids)\b)"
+)
+#: A verb straight after a sentence's first word, which makes that word its subject.
+_VERB_AFTER_NAME = re.compile(
+    r"\s+(?:was|had|has|is|said|came|went|ran|sat|stood|looked|turned|took|gave|made)\b"
+)
 _SENTENCE_OPENING = re.compile(r"[.!?:;\"“”‘’(—–-]\s*$")
 #: A clause's subject pronoun: "he" or "she" alone (not "his", "her").
 _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
     "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
+}
+#: A sentence's first word a pronoun of each sex, a subject or a possessive: "His nearest".
+_OPENING_PRONOUN: dict[str, re.Pattern[str]] = {
+    "he": re.compile(r"[\s\"“‘'(]*His\b(?!['’-])"),
+    "she": re.compile(r"[\s\"“‘'(]*Her\b(?!['’-])"),
 }
 #: A pronoun of each sex as a subject or a possessive (an object "her" or "him" shows a
 #: second person instead: `_OBJECTS`).
@@ -3247,6 +3314,12 @@ def find_conflicts_in(
         check, canon = entry
         if statement.classes & canon:
             agreeing.append(statement)
+            continue
+        if statement.kind is HAIR and statement.classes == {"grey"}:
+            # "his grizzled head" of a man whose card says black: hair greys as the story's
+            # years pass, so grey against another colour is no contradiction (the other
+            # way, a black-haired youth of a white-haired card's man, still is one: a
+            # card is written of the person as the book mostly shows them)
             continue
         key = (statement.entity, statement.kind.attribute, statement.line, statement.words)
         if key in seen:

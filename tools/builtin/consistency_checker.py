@@ -35,9 +35,16 @@ _CAPITALISED_BEFORE = re.compile(r"(?<![.!?:;“\"‘(—–-])[ \t]+[A-Z][a-z]+
 _OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
 #: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
 _PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
-#: "Beli' me, John": a word clipped in dialect ("believe"), followed by its apostrophe and
-#: the next word; a name at the end of a quotation closes it with a stop or a comma first.
-_CLIPPED = re.compile(r"[’'][ \t]+[a-z]")
+#: "Beli' me, John", "Giovann' Battista": a word clipped in speech ("believe", "Giovanni"),
+#: followed by its apostrophe and the next word; a name at the end of a quotation closes it
+#: with a stop or a comma first.
+_CLIPPED = re.compile(r"[’'][ \t]+[A-Za-z]")
+#: "the ironworks of Manson and of Shuman and of Van Deher": a name in a list beside another
+#: capitalised word, the neighbour after it or before it.
+_LISTED_NEXT = re.compile(
+    r"(?:,[ \t]*|[ \t]+)(?:and|or|nor)[ \t]+(?:of[ \t]+)?([A-Z][a-z]+)|,[ \t]*([A-Z][a-z]+)"
+)
+_LISTED_BEFORE = re.compile(r"([A-Z][a-z]+)(?:,?[ \t]+(?:and|or|nor)[ \t]+(?:of[ \t]+)?|,[ \t]*)$")
 #: "lunch at Henri's.", "went to Sherry's": a possessive standing alone after "at" or "to"
 #: is a shop, a restaurant or a house, named for someone who need not be in the book.
 _ALONE_AFTER_POSSESSIVE = re.compile(r"[ \t]*(?:[.,;:!?)—\"”’']|--|$)")
@@ -256,6 +263,33 @@ def _slip(
     return not (titled and near not in book.surnames)
 
 
+def _listed_with_another(book: _NameBook, text: str, match: re.Match[str]) -> bool:
+    """Whether the word at MATCH stands in a list beside a capitalised word no card has
+    ("of Manson and of Shuman"): one of several people the book names in passing. A
+    neighbour on a card ("Jnae and Elizabeth") leaves a slip a slip."""
+    after = _LISTED_NEXT.match(text, match.end())
+    before = _LISTED_BEFORE.search(text, 0, match.start())
+    neighbours = [
+        word
+        for word in (
+            *(after.groups() if after else ()),
+            before.group(1) if before and not _opens_sentence(text, before.start()) else None,
+        )
+        if word is not None
+    ]
+    return any(
+        word not in book.words
+        and not is_common_word(word)
+        and word.lower() not in STOPWORDS
+        and word.lower() not in HONORIFICS
+        for word in neighbours
+    )
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    return not text[:at].strip(" “\"‘'(—")
+
+
 def _names_a_place(text: str, match: re.Match[str], word: str) -> bool:
     """Whether WORD, found where a place stands ("at", "to" before it), names one: a town or
     a country, or a possessive standing alone ("lunch at Henri's.")."""
@@ -304,6 +338,7 @@ def name_variants(
                             (before is not None and before.group(0).strip() not in book.words)
                             or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
                             or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
+                            or _listed_with_another(book, sentence.text, match)
                             # "three to one at Jena": a town's or a country's name where a place
                             # stands is no slip for "Jane" (the list is read only for such words)
                             or (
