@@ -405,3 +405,18 @@ def test_units_in_a_folder_that_does_not_say_are_chapters_when_their_headings_sa
     assert detect_layout(Workspace(tmp_path)).unit == "chapter"
     (tmp_path / "Text" / "03-slug.md").write_text("# The Storm\n\nOak walked.\n")
     assert detect_layout(Workspace(tmp_path)).unit == "scene"  # one that does not say
+
+
+def test_a_two_column_table_of_attribute_names_over_one_row_is_a_header() -> None:
+    """Round 10's Valley of Fear cards: `| Aliases | Pronouns |` over one row of values lost
+    every alias (read as "aliases" = "Pronouns")."""
+    card = parse_card(
+        "Characters/watson.md",
+        "# John Watson\n\n| Aliases | Pronouns |\n|---|---|\n| Watson, Dr. Watson | he/him |\n",
+    )
+    assert card.aliases == ("Watson", "Dr. Watson") and card.attributes == {"pronouns": "he/him"}
+    card = parse_card("Characters/x.md", "# X\n\n| Eyes | Hair |\n|---|---|\n| grey | dark |\n")
+    assert card.attributes == {"eyes": "grey", "hair": "dark"}
+    # a two-column table of attributes, its first row written as the header, is still one
+    card = parse_card("Characters/x.md", "# X\n\n| Eyes | grey |\n|---|---|\n| Hair | black |\n")
+    assert card.attributes == {"eyes": "grey", "hair": "black"}

@@ -198,6 +198,22 @@ def _line_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
     return found
 
 
+#: What a card's attribute is called: a two-column header row of these over one row of
+#: values ("| Aliases | Pronouns |" / "| Watson | he/him |") is not attribute and value.
+_ATTRIBUTE_NAMES = frozenset(
+    "aliases alias pronouns pronoun gender sex eyes hair height handedness age role build "
+    "complexion".split()
+)
+
+
+def _attributes_over_values(keys: list[str], body: list[tuple[int, list[str]]]) -> bool:
+    return (
+        len(body) == 1
+        and all(k in _ATTRIBUTE_NAMES for k in keys)
+        and body[0][1][0].strip("*").strip().lower() not in _ATTRIBUTE_NAMES
+    )
+
+
 def _table_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
     """A markdown table: two columns of attribute and value ("| Eyes | grey |", under a
     header row such as "| Attribute | Value |"), or a header row of attributes over one
@@ -208,8 +224,9 @@ def _table_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
     cells = [(i, [c.strip() for c in r.strip().strip("|").split("|")]) for i, r in table]
     header, body = cells[0][1], [(i, c) for i, c in cells[2:]]
     found: dict[str, tuple[str, int]] = {}
-    if len(header) == 2:
-        if header[0].strip("*").strip().lower() not in _GENERIC_HEADERS:
+    keys = [h.strip("*").strip().lower() for h in header]
+    if len(header) == 2 and not _attributes_over_values(keys, body):
+        if keys[0] not in _GENERIC_HEADERS:
             body.insert(0, cells[0])  # "| Eyes | grey |" written as the table's first row
         for index, (key, value) in ((i, c) for i, c in body if len(c) == 2):
             if key and value and len(key) <= 30:
