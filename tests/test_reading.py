@@ -1547,6 +1547,15 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
         "kitchen-maids; and her beady black eyes twinkled.\n"
     )
     assert conflicts(said, sally) == []  # Martha's, who has no card
+    chauvelin = "# Chauvelin\n" + he + "- **Height:** small\n"
+    said = (
+        "Marguerite wondered at what particular spot, on this lonely coast, Percy could be "
+        "at this moment. Not very far surely, for he had had less than a quarter of an "
+        "hour's start of Chauvelin. She wondered if he knew that in this cool, ocean-scented "
+        "bit of France, there lurked many spies, all eager to sight his tall figure, to "
+        "track him to where his unsuspecting friends waited for him.\n"
+    )
+    assert conflicts(said, chauvelin) == []  # Percy's, whom "he" means
     polly = "# Polly\n" + she + "- **Hair:** black\n"
     said = (
         "Polly glanced at him. He had a sketch: Connie sitting on the stool before the "

@@ -2648,7 +2648,12 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
-                if self._opens_on_another(gender, start, min(s for s, _, _ in told)):
+                first = min(s for s, _, _ in told)
+                if self._opens_on_another(gender, start, first) or (
+                    nearest > 0
+                    and _AFTER_PREPOSITION.search(self.text, max(start, first - 8), first)
+                    and self._subject_before(gender, start, first)
+                ):
                     # "His nearest relatives were Sir Felix and Henrietta … His hair was
                     # red": the "his" the sentence opens on is not Sir Felix's, so another
                     # man is in view, and the paragraph's "he" is likelier his
@@ -2690,6 +2695,16 @@ class _Context:
             return False
         opening = _OPENING_PRONOUN[gender].match(self.text, start)
         return opening is not None and opening.end() <= named
+
+    def _subject_before(self, gender: Gender | None, start: int, named: int) -> bool:
+        """Whether "he" (or "she") of GENDER is a subject in narration between a sentence's
+        start and its first name at `named`."""
+        if gender not in ("he", "she"):
+            return False
+        return any(
+            not inside(self.quotes, found.start())
+            for found in _SUBJECT_PRONOUN[gender].finditer(self.text, start, named)
+        )
 
     def _bound_to_subject(
         self, gender: Gender | None, clause: int, entity: str, before: int
@@ -3199,6 +3214,8 @@ _DARK_WITH_FEELING = re.compile(
     r"(?:\s*,\s*|\s+and\s+)[a-z]+ing\b"
     r"|\s+with\s+(?![\w\s]{0,20}\b(?:lashes|brows|eyebrows|lids)\b)"
 )
+#: A name in a preposition's phrase: "a quarter of an hour's start of Chauvelin".
+_AFTER_PREPOSITION = re.compile(r"\b(?:of|from|than|to|with|at|by|for)\s+$")
 #: A verb straight after a sentence's first word, which makes that word its subject.
 _VERB_AFTER_NAME = re.compile(
     r"\s+(?:was|had|has|is|said|came|went|ran|sat|stood|looked|turned|took|gave|made)\b"
