@@ -1587,3 +1587,21 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     known = {"White Mason", "Mason", "Giovanni", "Jane", "Elizabeth"}
     found = name_variants(Workspace(tmp_path), ["ch.md"], known)
     assert [v["found"] for v in found] == ["Jnae"]
+
+
+def test_a_paragraph_closing_on_someone_carries_her_and_little_though_grown_is_stature() -> None:
+    """Round 10's misses: The Good Soldier's Nancy, The Professor's Caroline."""
+    nancy = "# Nancy Rufford\n- **Aliases:** Nancy\n- **Pronouns:** she\n- **Height:** short\n"
+    leonora = "# Leonora Ashburnham\n- **Aliases:** Leonora\n- **Pronouns:** she\n"
+    said = (
+        "They regarded her as Leonora's daughter. And Nancy was a queer girl; it is hard "
+        "to describe her.\n\nShe was tall and strikingly thin.\n"
+    )
+    assert conflicts(said, nancy, leonora) == ["Nancy Rufford:height:tall"]
+    # the last sentence naming two, or opening on someone else, carries nobody
+    said = said.replace("And Nancy was", "Then Leonora and Nancy were")
+    assert conflicts(said, nancy, leonora) == []
+    caroline = "# Caroline\n- **Pronouns:** she\n- **Height:** tall\n"
+    said = "Caroline was little, though evidently full grown; raven-black hair.\n"
+    assert conflicts(said, caroline) == ["Caroline:height:little"]
+    assert conflicts("Caroline was little, though very clever.\n", caroline) == []

@@ -487,6 +487,8 @@ class _Reader:
         named_before: deque[frozenset[str]] = deque(maxlen=_PARAGRAPHS_BACK)
         #: Who spoke each paragraph of the exchange running up to this one (None: unknown).
         turns: list[str | None] = []
+        #: The one the previous paragraph's last sentence opens on, as its subject.
+        closing_subject: str | None = None
         for block_index, indexes in by_block.items():
             block = self.doc.blocks[block_index]
             block_mentions = _people(self.cast, block.text)
@@ -542,6 +544,7 @@ class _Reader:
                     told,
                     earlier,
                     named_next,
+                    closing_subject,
                 )
                 for statement in context.read(sentence.start, sentence.end):
                     if statement[0].startswith(_STRANGER):
@@ -560,6 +563,7 @@ class _Reader:
                 history.append((mentions, sentence.start, sentence.end))
             if history:
                 named_before[-1] |= context.second_persons()
+            closing_subject = _closing_subject(block.text, history, voices.quotes)
         return found
 
 
@@ -578,6 +582,9 @@ class _Context:
     #: Whom the next paragraph opens by naming as the one in view ("This was no other
     #: than Captain William Dobbin"), if anyone.
     named_next: str | None = None
+    #: Whom the previous paragraph's last sentence opens on as its subject, if anyone
+    #: ("And Nancy was a queer girl; …"): the likeliest "she" of the next paragraph.
+    closing_subject: str | None = None
 
     @property
     def quotes(self) -> tuple[tuple[int, int], ...]:
@@ -1245,6 +1252,8 @@ class _Context:
             return False  # "a little surprised", "a small room"
         if nxt is None or not self._gap_ok(tokens[i], nxt):
             return True
+        if _GROWN_CONCESSION.match(self.text, tokens[i].end):
+            return True  # "Caroline was little, though evidently full grown": in stature
         return before_noun or nxt.low in ("for", "and") or self._of_stature(tokens, i)
 
     def _for_now(self, tokens: list[_Tok], i: int) -> bool:
@@ -2984,11 +2993,21 @@ class _Context:
             # "simpered Martha, one of the little kitchen-maids; and her beady black eyes":
             # someone no card names, named here, may be the one meant
             return None
-        for names in self.earlier:
+        for nearest, names in enumerate(self.earlier):
             fitting = {e for e in names if _compatible(_gender_of(self.cast, e), gender)}
             if fitting:
                 known = {e for e in fitting if _gender_of(self.cast, e) == gender}
-                return next(iter(known)) if len(fitting) == 1 and known else None
+                if len(fitting) == 1 and known:
+                    return next(iter(known))
+                if (
+                    nearest == 0
+                    and self.closing_subject in known
+                    and not any(e.startswith(_STRANGER) for e in fitting)
+                ):
+                    # "… regarded her as Leonora's daughter. And Nancy was a queer girl.¶
+                    # She was tall": the subject the last paragraph closed on goes on
+                    return self.closing_subject
+                return None
         return None
 
     def _named_after(self, gender: Gender | None, before: int) -> str | None:
@@ -3181,6 +3200,29 @@ _PREDICATE_OF_PRONOUN = re.compile(
 )
 
 
+def _closing_subject(
+    text: str,
+    history: Sequence[tuple[list[tuple[int, int, str]], int, int]],
+    quotes: tuple[tuple[int, int], ...],
+) -> str | None:
+    """The one person a paragraph's last sentence names in narration, when the sentence
+    opens on that name ("And Nancy was a queer girl; …")."""
+    if not history:
+        return None
+    mentions, start, _ = history[-1]
+    told = [(s, entity) for s, _, entity in mentions if not inside(quotes, s)]
+    if len({entity for _, entity in told}) != 1 or len(told) != len(mentions):
+        return None
+    first, entity = min(told)
+    if entity.startswith(_STRANGER) or not _SUBJECT_OPENING.fullmatch(text, start, first):
+        return None
+    return entity
+
+
+#: What may stand before a sentence's subject: "And Nancy was", "But Nancy".
+_SUBJECT_OPENING = re.compile(r"[\s\"“‘'(]*(?:(?:And|But|Then|So|Now|Yet)\s+)?")
+
+
 def _someone_unnamed(gender: str, text: str, before: int) -> bool:
     """Whether someone unnamed of GENDER is in play before `before` ("the boy in buttons
     entered", "The tall colonel, livid, with his coal-black ringlets"), leaving out a noun
@@ -3216,6 +3258,12 @@ _DARK_WITH_FEELING = re.compile(
 )
 #: A name in a preposition's phrase: "a quarter of an hour's start of Chauvelin".
 _AFTER_PREPOSITION = re.compile(r"\b(?:of|from|than|to|with|at|by|for)\s+$")
+#: After "little" or "small": a grown person's, granted ("little, though evidently full
+#: grown"), so a stature, not a child's size.
+_GROWN_CONCESSION = re.compile(
+    r",?\s*(?:though|although|yet|but)\s+(?:\w+\s+){0,2}(?:full[- ]grown|grown[- ]up|a\s+woman|"
+    r"a\s+man)\b"
+)
 #: A verb straight after a sentence's first word, which makes that word its subject.
 _VERB_AFTER_NAME = re.compile(
     r"\s+(?:was|had|has|is|said|came|went|ran|sat|stood|looked|turned|took|gave|made)\b"
