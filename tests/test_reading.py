@@ -1576,6 +1576,21 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     ):
         assert conflicts(said, paul) == [], said  # a look, not a colour
     assert conflicts("Paul looked up with his dark eyes.\n", paul) == ["Paul Morel:eyes:dark"]
+    # round 11: a young man brought in unnamed, and a face seen, own what follows
+    stevie = "# Stevie\n" + he + "- **Hair:** fair\n"
+    said = (
+        "Stevie blacked the boots in the scullery. But this vision had a breath of summer "
+        "in it, and for a central figure a young man wearing his Sunday best, with a straw "
+        "hat on his dark head.\n"
+    )
+    assert conflicts(said, stevie) == []
+    said = "Stevie came in. He was a tall young man, and his hair was dark.\n"
+    assert conflicts(said, stevie) == ["Stevie:hair:dark"]
+    malone = "# Edward Malone\n- **Aliases:** Malone\n" + he + "- **Eyes:** grey\n"
+    said = "Looking up I saw a frightful face with cold light blue eyes looking down.\n"
+    assert conflicts(said, malone, narrator="Edward Malone") == []
+    said = "Malone had a handsome face with blue eyes.\n"
+    assert conflicts(said, malone) == ["Edward Malone:eyes:blue"]
     # a name in a list of others no card has, and a name clipped in speech, are no slips;
     # a slip beside a carded name still is
     from controlroom.tools.builtin.consistency_checker import name_variants

@@ -1984,6 +1984,10 @@ class _Context:
                 passed_aside = True
                 continue
             passed_aside = False
+            if tokens[j].low in _BEARER_NOUNS and self._stranger_article(tokens, j):
+                # "I saw a frightful face with cold light blue eyes": the face's, not the
+                # seer's ("his face, with its blue eyes" is still his)
+                return None
             if tokens[j].low in _PERSON_NOUNS:
                 # "the man with black hair" is the man's: only a predicate noun ("this was a
                 # hearty, red-faced gentleman, with a shock of hair") leads on to a subject.
@@ -2158,6 +2162,19 @@ class _Context:
         if subject.low in _SUBJECTS:
             return self._resolve(_SUBJECTS[subject.low], subject.start)
         return None
+
+    def _stranger_article(self, tokens: list[_Tok], noun: int) -> bool:
+        """Whether "a", "an", "that" or "some" opens the phrase of the noun at `noun`, past
+        a few describing words: "a frightful face", not "his face"."""
+        k = noun - 1
+        while k >= 0 and noun - k <= _ATTRIBUTIVE_ADJECTIVES_MAX + 2:
+            if tokens[k].low in ("a", "an", "that", "some", "another"):
+                # "Malone had a handsome face with grey eyes": one's own face
+                return not (k and tokens[k - 1].low in _OWN_FACE_BEFORE)
+            if not self._plain(tokens[k]) or not self._gap_ok(tokens[k], tokens[k + 1]):
+                return False
+            k -= 1
+        return False
 
     def _stranger_of_noun(self, tokens: list[_Tok], noun: int) -> str | None:
         """The one a stranger's noun phrase ("a small, quiet person", "a tall gentleman")
@@ -2657,6 +2674,10 @@ class _Context:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
                     return None
                 (entity,) = names
+                if nearest > 0 and self._unnamed_in_sentence(gender, before):
+                    # "Stevie blacked the boots. … and for a central figure a young man
+                    # wearing his Sunday best, with a straw hat on his dark head"
+                    return None
                 first = min(s for s, _, _ in told)
                 if self._opens_on_another(gender, start, first) or (
                     nearest > 0
@@ -2873,6 +2894,22 @@ class _Context:
             ):
                 return True
         return False
+
+    def _unnamed_in_sentence(self, gender: Gender | None, before: int) -> bool:
+        """Whether someone unnamed of `gender` ("a young man") is brought in in narration in
+        the pronoun's own sentence before it, not as what someone is or looks like ("he
+        looked like a sensible young man"), nor by age ("in his youth")."""
+        unnamed = _ONE_UNNAMED_PERSON.get(gender or "")
+        if unnamed is None:
+            return False
+        return any(
+            not inside(self.quotes, found.start())
+            and not found.group(0)[0].isupper()
+            and not _NAME_AFTER.match(self.text, found.end())
+            and _INDEFINITE_BEFORE.search(self.text, self.sentence_start, found.start())
+            and not _PREDICATE_BEFORE.search(self.text, self.sentence_start, found.start())
+            for found in unnamed.finditer(self.text, self.sentence_start, before)
+        )
 
     def _unnamed_before(self, gender: Gender | None, before: int) -> bool:
         """ "The dawn shone on the man westward, and Clare could discern that he was tall":
@@ -3263,6 +3300,20 @@ _AFTER_PREPOSITION = re.compile(r"\b(?:of|from|than|to|with|at|by|for)\s+$")
 _GROWN_CONCESSION = re.compile(
     r",?\s*(?:though|although|yet|but)\s+(?:\w+\s+){0,2}(?:full[- ]grown|grown[- ]up|a\s+woman|"
     r"a\s+man)\b"
+)
+#: Before "a face": it is the subject's own ("had a handsome face", "with a round face").
+_OWN_FACE_BEFORE = frozenset("has had have having with was is were".split())
+#: "a young man", "an old woman": someone brought in, unnamed.
+_INDEFINITE_BEFORE = re.compile(r"\b(?:a|an)\s+(?:[\w-]+,?\s+){0,3}$", re.IGNORECASE)
+#: ... and not what someone is: "he was a tall young man", "looked like a sensible man".
+_PREDICATE_BEFORE = re.compile(
+    r"\b(?:was|is|were|are|seemed|seems|became|looked|looks|like|as|be|been|being)\s+"
+    r"(?:\w+\s+)?(?:a|an)\s+(?:[\w-]+,?\s+){0,3}$",
+    re.IGNORECASE,
+)
+#: What eyes and hair may belong to besides a person: "a frightful face with cold eyes".
+_BEARER_NOUNS = frozenset(
+    "face countenance visage head creature beast brute monster animal apparition".split()
 )
 #: A verb straight after a sentence's first word, which makes that word its subject.
 _VERB_AFTER_NAME = re.compile(
