@@ -2686,8 +2686,9 @@ class _Context:
                 ):
                     # "His nearest relatives were Sir Felix and Henrietta … His hair was
                     # red": the "his" the sentence opens on is not Sir Felix's, so another
-                    # man is in view, and the paragraph's "he" is likelier his
-                    return None
+                    # man is in view, and the paragraph's "he" is likelier his: the
+                    # sentences before say whose
+                    continue
                 if self._named_as_object_after(gender, entity, before):
                     # "The first moment he set his dew-bright black eye on Dickon": the
                     # clause's "he" is not the one he sets his eye on (the robin is)
