@@ -1540,7 +1540,8 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
         "Roger Carbury himself was all alone in the world. His nearest relatives were Sir "
         "Felix and Henrietta. He had sisters. He was a stout man. His hair was red.\n"
     )
-    assert conflicts(said, felix) == []  # Roger's, whose "his" opened the sentence
+    roger = "# Roger Carbury\n- **Aliases:** Roger\n" + he
+    assert conflicts(said, felix, roger) == []  # Roger's, whose "his" opened the sentence
     sally = "# Sally Jellyband\n- **Aliases:** Sally\n" + she + "- **Eyes:** brown\n"
     said = (
         "“Lud!” exclaimed Sally.\n\n“He looked thirsty,” simpered Martha, one of the "
