@@ -1621,3 +1621,21 @@ def test_a_paragraph_closing_on_someone_carries_her_and_little_though_grown_is_s
     said = "Caroline was little, though evidently full grown; raven-black hair.\n"
     assert conflicts(said, caroline) == ["Caroline:height:little"]
     assert conflicts("Caroline was little, though very clever.\n", caroline) == []
+
+
+def test_a_height_in_feet_said_of_ones_height_and_a_little_over() -> None:
+    """Round 11's Lost World: "His height was a little over six feet" went unread."""
+    roxton = (
+        "# Lord John Roxton\n- **Aliases:** Lord John\n- **Pronouns:** he\n- **Height:** short\n"
+    )
+    for said in (
+        "Lord John came in. His height was a little over six feet.\n",
+        "Lord John's height was six feet.\n",
+        "Lord John was a trifle over six feet.\n",
+    ):
+        assert conflicts(said, roxton) == ["Lord John Roxton:height:six feet"], said
+    for said in (
+        "Lord John jumped a little over six feet.\n",
+        "Lord John measured the wall. Its height was six feet.\n",
+    ):
+        assert conflicts(said, roxton) == [], said

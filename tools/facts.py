@@ -121,7 +121,7 @@ _GREYING_AUXILIARIES = frozenset("had has have having is was are were be been be
 _MEASURE_ADVERBS = frozenset(
     "well over above under below nearly almost about full fully quite just all a good but "
     "only barely scarcely hardly not much more less than some at least to up fairly of "
-    "upwards upward nigh near on every inch inches".split()
+    "upwards upward nigh near on every inch inches little trifle bit".split()
 )
 #: What a height in feet follows when it measures its subject: "stood six feet", "was
 #: six feet", "being but five feet four", "had shot up to six feet", "measured six feet".
@@ -1013,7 +1013,9 @@ class _Context:
             and not (stature and "," in self.text[tokens[end].end : after.start])
         ):
             return []  # "six feet away", "six feet of water"
-        owner = self._doer(tokens, i, ending=False)
+        owner = self._height_of(tokens, i)
+        if owner is None:
+            owner = self._doer(tokens, i, ending=False)
         if owner is None:
             owner, negated = self._subject_of(tokens, i)
             if negated:
@@ -1089,6 +1091,24 @@ class _Context:
             return []
         words = f"{tok.low} {colour.low}"
         return [(owner, HAIR, words, HAIR.classes(colour.low), tok.start, tok.start, colour.end)]
+
+    def _height_of(self, tokens: list[_Tok], i: int) -> str | None:
+        """ "His height was a little over six feet", "Roxton's height was six feet": whose
+        height the number of feet at `i` is, when a possessive and "height" or "stature"
+        are the verb's subject."""
+        j = i - 1
+        while j >= 0 and tokens[j].low in _MEASURE_ADVERBS:
+            j -= 1
+        if j < 2 or tokens[j].low not in ("was", "is") or tokens[j - 1].low not in STATURE_NOUNS:
+            return None
+        owner = tokens[j - 2]
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(j - 2, i)):
+            return None
+        if owner.low in _ATTRIBUTIVE_POSSESSIVES:
+            return self._possessor(owner, inside(self.quotes, owner.start))
+        if owner.low.endswith(("'s", "’s")):
+            return self._mention_at(owner)
+        return None
 
     def _stature_before(self, tokens: list[_Tok], i: int) -> bool | None:
         """Whether the number of feet at `i` measures someone: after a verb of standing or
