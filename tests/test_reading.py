@@ -1624,7 +1624,10 @@ def test_a_paragraph_closing_on_someone_carries_her_and_little_though_grown_is_s
 
 
 def test_a_height_in_feet_said_of_ones_height_and_a_little_over() -> None:
-    """Round 11's Lost World: "His height was a little over six feet" went unread."""
+    """Round 11's Lost World: "His height was a little over six feet" went unread, and the
+    card's own "a little over six feet" read as tall or short ("little")."""
+    assert HEIGHT.classes("a little over six feet") == {"tall"}
+    assert HEIGHT.classes("a trifle under five feet") == {"short"}
     roxton = (
         "# Lord John Roxton\n- **Aliases:** Lord John\n- **Pronouns:** he\n- **Height:** short\n"
     )

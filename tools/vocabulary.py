@@ -257,7 +257,9 @@ _FEET_LEANS = {
     "upward of": "over", "under": "under", "below": "under", "less than": "under",
 }  # fmt: skip
 _FEET = re.compile(
-    r"\b(?:(?P<over>over|above|under|below|(?:more|less)\s+than|upwards?\s+of)"
+    # "a little over six feet": how far over is the height's, not "little" said of it
+    r"\b(?:(?:a\s+(?:little|trifle|bit|shade)|well|just|a\s+good\s+deal)\s+)?"
+    r"(?:(?P<over>over|above|under|below|(?:more|less)\s+than|upwards?\s+of)"
     r"|(?:(?:hardly|scarcely|barely|not|no)\s+(?:more\s+than\s+)?)"
     r"|nearly|almost|about|full|fully|quite|just)?\s*(?P<feet>\w+)\s+"
     r"(?:feet|foot|ft\.?)(?:,?(?:\s+and)?\s+(?P<inches>\w+)(?:\s+inch(?:es)?)?)?"
