@@ -1592,15 +1592,28 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     assert conflicts(said, malone, narrator="Edward Malone") == []
     said = "Malone had a handsome face with blue eyes.\n"
     assert conflicts(said, malone) == ["Edward Malone:eyes:blue"]
+    # round 11b: a phrase the sentence opens on is its doer's, named after it
+    wragge = "# Mrs. Wragge\n" + she + "- **Eyes:** faded blue\n"
+    said = (
+        "Speaking in her softest voice, surveying Mrs. Wragge with a sweet smile on her "
+        "lips, and a melting interest in her handsome black eyes, the housekeeper spoke.\n"
+    )
+    assert conflicts(said, wragge) == []
+    said = (
+        "Saving for one smile, I felt sure that Mrs. Wragge's face could not smile, nor her "
+        "black eyes brighten.\n"
+    )
+    assert conflicts(said, wragge) == ["Mrs. Wragge:eyes:black"]
     # a name in a list of others no card has, and a name clipped in speech, are no slips;
     # a slip beside a carded name still is
     from controlroom.tools.builtin.consistency_checker import name_variants
 
     (tmp_path / "ch.md").write_text(
         "# Chapter 1\n\nWho bought the ironworks of Manson and of Shuman and of Atwood? "
-        '"Is that you, Giovann\' Battista?" Then Jnae and Elizabeth came.\n'
+        '"Is that you, Giovann\' Battista?" Then Jnae and Elizabeth came. "I\'ll tell you, '
+        'Carrrie: people like Ezry never learn." Carrie nodded; Ezra too.\n'
     )
-    known = {"White Mason", "Mason", "Giovanni", "Jane", "Elizabeth"}
+    known = {"White Mason", "Mason", "Giovanni", "Jane", "Elizabeth", "Carrie", "Ezra"}
     found = name_variants(Workspace(tmp_path), ["ch.md"], known)
     assert [v["found"] for v in found] == ["Jnae"]
 

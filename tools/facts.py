@@ -2637,6 +2637,11 @@ class _Context:
         """The one person a pronoun can mean: named earlier in this sentence, else in the
         nearest of the four sentences before it in the paragraph; never a name in dialogue,
         and nobody when "him" shows a second man in play ("Henry looked at him. His...")."""
+        if self._in_opening_participle(gender, before):
+            # "Speaking in her softest voice, surveying Mrs. Wragge with a sweet smile …
+            # and a melting interest in her handsome black eyes, the housekeeper told her":
+            # the phrase's "her" is its doer's, who is named after it, not the one surveyed
+            return None
         clause = self._clause_start(before)
         in_clause = {
             entity
@@ -2738,6 +2743,24 @@ class _Context:
             or self._carried(gender, before)
             or self._named_after(gender, before)
         )
+
+    def _in_opening_participle(self, gender: Gender | None, before: int) -> bool:
+        """Whether the pronoun at `before` stands in the participle phrase a sentence opens
+        on ("Speaking softly, surveying Mrs. Wragge with … her black eyes, the
+        housekeeper …"), past a name in it and before any "he" or "she" of its own."""
+        if gender not in ("he", "she") or inside(self.quotes, before):
+            return False
+        opening = _OPENING_PARTICIPLE.match(self.text, self.sentence_start)
+        if opening is None or opening.group(1).lower() in _NOT_PARTICIPLES:
+            return False
+        named = [s for s, _, _ in self.mentions if opening.end() <= s < before]
+        if not named:
+            return False
+        if _INVERTED_BEFORE.search(self.text, opening.end(), named[0]):
+            return False  # "Pacing up and down … was Farmer Boldwood himself, his grey head"
+        # the main clause has begun once a subject stands ("Saving for the smile, I felt
+        # sure that Miss Havisham's face could not smile, nor her pale blue eyes")
+        return _ANY_SUBJECT.search(self.text, opening.end(), before) is None
 
     def _opens_on_another(self, gender: Gender | None, start: int, named: int) -> bool:
         """Whether the sentence at `start` opens in narration on "His" (or "Her") before its
@@ -3348,6 +3371,15 @@ _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
     "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
 }
+#: A sentence opening on a participle: "Speaking in her softest voice, surveying …".
+_OPENING_PARTICIPLE = re.compile(r"[\s\"“‘'(]*([A-Z][a-z]+ing)\b")
+#: A verb before the name: the sentence is inverted, and the name is its subject.
+_INVERTED_BEFORE = re.compile(r"\b(?:was|were|is|are|stood|sat|came|lay|walked|rode)\s+$")
+_ANY_SUBJECT = re.compile(r"\b(?:I|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey)\b(?!['’-])")
+_NOT_PARTICIPLES = frozenset(
+    "saving during nothing something everything anything morning evening king spring string "
+    "according notwithstanding concerning regarding considering including".split()
+)
 #: A sentence's first word a possessive of each sex: "His nearest relatives were …".
 _OPENING_PRONOUN: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"[\s\"“‘'(]*His\b(?!['’-])"),

@@ -237,6 +237,17 @@ def _vowel_shifted(found: str, name: str) -> bool:
     return len(diffs) == 1 and all(ch in "aeiou" for ch in diffs[0])
 
 
+def _folksy_ending(found: str, name: str) -> bool:
+    """ "Ezry" for "Ezra", "Sary" for "Sara": a name's closing "a" as a speaker says it."""
+    return name.endswith("a") and found == name[:-1] + "y"
+
+
+def _stretched(word: str) -> bool:
+    """ "I'll tell you, Carrrie": a letter held three times over is a name drawn out for
+    emphasis, never a slip of the pen."""
+    return re.search(r"([a-z])\1\1", word.lower()) is not None
+
+
 def _transposed(found: str, name: str) -> bool:
     diffs = [i for i in range(len(found)) if i < len(name) and found[i] != name[i]]
     return (
@@ -370,6 +381,7 @@ def name_variants(
             or lowered in STOPWORDS
             or lowered.rstrip(".") in HONORIFICS
             or book.intended(word)
+            or _stretched(word)
         ):
             continue
         near = book.near(word)
@@ -391,6 +403,9 @@ def name_variants(
             if spoken and _DIALECT.search(spoken) and _vowel_shifted(word, near[0]):
                 # "'cud a' dood it. Now thee shalt have Larna'": a dialect speaker's own
                 # sound of "Lorna"; in plain speech ("my sister Graca") a slip still
+                continue
+            if spoken and _folksy_ending(word, near[0]):
+                # "people like Ezry Stowbody": a name's last "a" said "y" in speech
                 continue
             findings.append(
                 {
