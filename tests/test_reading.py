@@ -1616,6 +1616,10 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     known = {"White Mason", "Mason", "Giovanni", "Jane", "Elizabeth", "Carrie", "Ezra"}
     found = name_variants(Workspace(tmp_path), ["ch.md"], known)
     assert [v["found"] for v in found] == ["Jnae"]
+    # ... while a letter tripled in narration is a slip ("with Suzannne, and the Vicomte")
+    (tmp_path / "ch.md").write_text("# Chapter 1\n\nThe Comtesse came, with Suzannne.\n")
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Suzanne"})
+    assert [v["found"] for v in found] == ["Suzannne"]
 
 
 def test_a_paragraph_closing_on_someone_carries_her_and_little_though_grown_is_stature() -> None:

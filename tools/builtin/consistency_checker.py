@@ -243,8 +243,8 @@ def _folksy_ending(found: str, name: str) -> bool:
 
 
 def _stretched(word: str) -> bool:
-    """ "I'll tell you, Carrrie": a letter held three times over is a name drawn out for
-    emphasis, never a slip of the pen."""
+    """ "I'll tell you, Carrrie": a letter held three times over, in speech, is a name
+    drawn out for emphasis."""
     return re.search(r"([a-z])\1\1", word.lower()) is not None
 
 
@@ -381,7 +381,6 @@ def name_variants(
             or lowered in STOPWORDS
             or lowered.rstrip(".") in HONORIFICS
             or book.intended(word)
-            or _stretched(word)
         ):
             continue
         near = book.near(word)
@@ -403,6 +402,10 @@ def name_variants(
             if spoken and _DIALECT.search(spoken) and _vowel_shifted(word, near[0]):
                 # "'cud a' dood it. Now thee shalt have Larna'": a dialect speaker's own
                 # sound of "Lorna"; in plain speech ("my sister Graca") a slip still
+                continue
+            if spoken and _stretched(word):
+                # "I'll tell you, Carrrie": drawn out in speech; "with Suzannne" in
+                # narration is a slip still
                 continue
             if spoken and _folksy_ending(word, near[0]):
                 # "people like Ezry Stowbody": a name's last "a" said "y" in speech
