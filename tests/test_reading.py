@@ -1604,6 +1604,16 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
         "black eyes brighten.\n"
     )
     assert conflicts(said, wragge) == ["Mrs. Wragge:eyes:black"]
+    # round 12: a woman who speaks unnamed ("replied the lady") may be the next "she"
+    ruth = "# Ruth Hilton\n- **Aliases:** Ruth\n" + she + "- **Eyes:** grey\n"
+    said = (
+        '"Oh, no!" replied the lady. "A few stitches will do." But now she addressed Ruth.\n\n'
+        "She was very pretty, with long dark ringlets and sparkling black eyes.\n"
+    )
+    assert conflicts(said, ruth) == []
+    assert conflicts(said.replace("replied the lady", "she replied"), ruth) == [
+        "Ruth Hilton:eyes:black"
+    ]
     # a name in a list of others no card has, and a name clipped in speech, are no slips;
     # a slip beside a carded name still is
     from controlroom.tools.builtin.consistency_checker import name_variants

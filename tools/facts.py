@@ -3008,13 +3008,20 @@ class _Context:
     def second_persons(self) -> frozenset[str]:
         """Someone of each sex the paragraph's narration shows beside another of that sex
         by "he … him" or "she … her" in one clause ("when he held him away to look at
-        him"), as a stranger: a pronoun opening the next paragraph ("He was a tall boy") may
-        mean either. (A name before "him" is a weaker sign: "an indictment denouncing him"
-        after "Charles Darnay" is Darnay still.)"""
+        him"), or speaking unnamed ("replied the lady"), as a stranger: a pronoun opening the
+        next paragraph ("He was a tall boy", "She was very pretty") may mean either. (A name
+        before "him" is a weaker sign: "an indictment denouncing him" after "Charles Darnay"
+        is Darnay still.)"""
+        speakers = {
+            _NOUN_GENDERS[(found.group("noun") or found.group("noun2")).lower()]
+            for found in _UNNAMED_SPEAKER.finditer(self.text)
+            if not inside(self.quotes, found.start())
+        }
         return frozenset(
             _STRANGER + sex
             for sex in ("he", "she")
-            if any(self._two_of(sex, start, end) for _, start, end in self.history)
+            if sex in speakers
+            or any(self._two_of(sex, start, end) for _, start, end in self.history)
         )
 
     def _two_of(self, sex: str, start: int, end: int) -> bool:
@@ -3371,6 +3378,13 @@ _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
     "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
 }
+#: Someone unnamed who speaks: "replied the lady", "the gentleman asked".
+_UNNAMED_SPEAKER = re.compile(
+    r"\b(?:said|replied|asked|cried|answered|exclaimed|returned)\s+the\s+"
+    r"(?P<noun>lady|woman|girl|gentleman|man|boy)\b"
+    r"|\b[Tt]he\s+(?P<noun2>lady|woman|girl|gentleman|man|boy)\s+"
+    r"(?:said|replied|asked|cried|answered|exclaimed|returned)\b"
+)
 #: A sentence opening on a participle: "Speaking in her softest voice, surveying …".
 _OPENING_PARTICIPLE = re.compile(r"[\s\"“‘'(]*([A-Z][a-z]+ing)\b")
 #: A verb before the name: the sentence is inverted, and the name is its subject.
