@@ -2,7 +2,7 @@
 of each card fact.
 
 `bench/whole_books/<novel>/` holds the cards (and `.control-room/workspace.json`) written
-for sixty-five public-domain novels by helper sessions that never saw the rules; the texts are
+for seventy public-domain novels by helper sessions that never saw the rules; the texts are
 not kept here (the GITenberg sources and how each was laid out: `bench/whole_books/
 README.md`). Lay a novel's chapters out beside its cards, then:
 
