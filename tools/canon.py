@@ -200,7 +200,7 @@ def _line_attributes(rows: list[str]) -> dict[str, tuple[str, int]]:
 
 #: What a card's attribute is called: a two-column header row of these over one row of
 #: values ("| Aliases | Pronouns |" / "| Watson | he/him |") is not attribute and value.
-_ATTRIBUTE_NAMES = frozenset(
+_CARD_KEYS = frozenset(
     "aliases alias pronouns pronoun gender sex eyes hair height handedness age role build "
     "complexion".split()
 )
@@ -209,8 +209,8 @@ _ATTRIBUTE_NAMES = frozenset(
 def _attributes_over_values(keys: list[str], body: list[tuple[int, list[str]]]) -> bool:
     return (
         len(body) == 1
-        and all(k in _ATTRIBUTE_NAMES for k in keys)
-        and body[0][1][0].strip("*").strip().lower() not in _ATTRIBUTE_NAMES
+        and all(k in _CARD_KEYS for k in keys)
+        and body[0][1][0].strip("*").strip().lower() not in _CARD_KEYS
     )
 
 

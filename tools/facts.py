@@ -3379,11 +3379,11 @@ _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
     "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
 }
 #: Someone unnamed who speaks: "replied the lady", "the gentleman asked".
+_SPOKEN = "|".join(sorted(SPEECH_VERBS))
+_SPEAKER_NOUNS = "lady|woman|girl|gentleman|man|boy"
 _UNNAMED_SPEAKER = re.compile(
-    r"\b(?:said|replied|asked|cried|answered|exclaimed|returned)\s+the\s+"
-    r"(?P<noun>lady|woman|girl|gentleman|man|boy)\b"
-    r"|\b[Tt]he\s+(?P<noun2>lady|woman|girl|gentleman|man|boy)\s+"
-    r"(?:said|replied|asked|cried|answered|exclaimed|returned)\b"
+    rf"\b(?:{_SPOKEN})\s+the\s+(?P<noun>{_SPEAKER_NOUNS})\b"
+    rf"|\b[Tt]he\s+(?P<noun2>{_SPEAKER_NOUNS})\s+(?:{_SPOKEN})\b"
 )
 #: A sentence opening on a participle: "Speaking in her softest voice, surveying …".
 _OPENING_PARTICIPLE = re.compile(r"[\s\"“‘'(]*([A-Z][a-z]+ing)\b")

@@ -332,7 +332,7 @@ def name_variants(
             for match in _CAPITALISED.finditer(sentence.text):
                 if _CLIPPED.match(sentence.text, match.end()):
                     continue  # "Beli' me": dialect, not a name
-                opens = match.start() == 0 or not sentence.text[: match.start()].strip(" “\"‘'(—")
+                opens = _opens_sentence(sentence.text, match.start())
                 word = re.sub(r"[’']s$", "", match.group(0))
                 titled = bool(_TITLE_BEFORE.search(sentence.text[: match.start()]))
                 before = _CAPITALISED_BEFORE.search(sentence.text[: match.start()])
