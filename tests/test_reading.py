@@ -1669,3 +1669,45 @@ def test_a_height_in_feet_said_of_ones_height_and_a_little_over() -> None:
         "Lord John measured the wall. Its height was six feet.\n",
     ):
         assert conflicts(said, roxton) == [], said
+
+
+def test_portrait_lists_crowning_hair_and_a_faces_owner_reach_their_owner() -> None:
+    """What a read of The Secret Agent, The Professor and Ivanhoe left "not stated": hair
+    that tops someone's face, a portrait's list after a semicolon, a list a possessive
+    opens, and "his face was broad, with large blue eyes"."""
+    ossipon = "# Alexander Ossipon\n- **Aliases:** Ossipon\n- **Pronouns:** he\n- **Hair:** black\n"
+    said = "Ossipon stretched out his legs. A bush of crinkly yellow hair topped his red face.\n"
+    assert conflicts(said, ossipon) == ["Alexander Ossipon:hair:yellow"]
+    # hair falling about another part than the head, or hair that is someone else's
+    for said in (
+        "Ossipon stretched out his legs. Yellow hair fell about his knees.\n",
+        "Ossipon stood still. Her yellow hair topped his face.\n",
+    ):
+        assert conflicts(said, ossipon) == [], said
+    caroline = "# Caroline\n- **Pronouns:** she\n- **Hair:** fair\n"
+    said = "Caroline was little, though grown; raven-black hair, very dark eyes, good teeth.\n"
+    assert conflicts(said, caroline) == ["Caroline:hair:raven-black"]
+    # no portrait: the clause before the semicolon says what someone did, not was
+    said = "Caroline spoke to him; raven-black hair, very dark eyes, good teeth.\n"
+    assert conflicts(said, caroline) == []
+    hunsden = "# Yorke Hunsden\n- **Aliases:** Hunsden\n- **Pronouns:** he\n- **Hair:** fair\n"
+    said = "Hunsden came in; his tall figure, long and dark locks, his voice, impressed me.\n"
+    assert conflicts(said, hunsden) == ["Yorke Hunsden:hair:dark"]
+    cedric = "# Cedric\n- **Pronouns:** he\n- **Eyes:** grey\n"
+    said = "Cedric sat down.\n\nHe was stout; his face was broad, with large blue eyes.\n"
+    assert conflicts(said, cedric) == ["Cedric:eyes:blue"]
+
+
+def test_men_in_general_are_nobody_in_play() -> None:
+    """ "there were few men in England capable of such exertions" brings no second man in:
+    the paragraph's "his height" is still the one it is about."""
+    roxton = (
+        "# Lord John Roxton\n- **Aliases:** Lord John\n- **Pronouns:** he\n- **Height:** short\n"
+    )
+    said = (
+        "Lord John sat down.\n\nIn figure he was spare; there were few men in England so "
+        "strong. His height was a little over six feet.\n"
+    )
+    assert conflicts(said, roxton) == ["Lord John Roxton:height:six feet"]
+    said = said.replace("few men in England", "the men by the door")
+    assert conflicts(said, roxton) == []

@@ -362,7 +362,23 @@ _FEATURE_LIST_WORDS = 10
 _QUANTITY_NOUNS = frozenset(
     "shock mop mass masses head crop tangle mane thatch bob shag fringe deal quantity abundance "
     "wealth profusion cloud pair cable coil coils braid braids plait plaits knot lock locks tress "
-    "tresses tuft clump wisp wisps strand strands".split()
+    "tresses tuft clump wisp wisps strand strands bush".split()
+)
+#: The body and its features, as the first item of a list a possessive opens ("his tall
+#: figure, long and dark locks").
+_FIGURE_NOUNS = frozenset(
+    "figure form frame face features complexion brow forehead nose mouth lips cheeks skin chin "
+    "jaw shoulders head build stature lineaments".split()
+)
+#: What hair that opens its sentence does to a head it grows on: "A bush of crinkly yellow
+#: hair topped his red, freckled face", "Grey locks fell about her temples".
+_CROWNING_VERBS = frozenset(
+    "topped crowned framed fringed shaded covered hung fell curled clustered tumbled waved "
+    "straggled streamed strayed".split()
+)
+_CROWNING_PARTICLES = frozenset("over about upon on round around down across".split())
+_HEAD_PARTS = frozenset(
+    "face head brow brows forehead temples shoulders neck cheeks ears crown scalp".split()
 )
 #: Adjectives joined to a predicate by "and" or commas: "was thin, pale and tall".
 _COORDINATED_MAX = 2
@@ -1899,9 +1915,17 @@ class _Context:
             ):
                 # "He had that kind of shallow grey eye"
                 return self._owner_of(tokens, start - 3, cue)
+        if self._portrait_goes_on(tokens, start, cue):
+            # "Caroline was little, though evidently full grown; raven-black hair, very dark
+            # eyes, absolutely regular features": the portrait's subject's
+            return self._clause_subject(tokens, start - 1, spoken)
         after = cue + 1
         if after + 1 < len(tokens) and tokens[after].low == "of":
             return self._mention_at(tokens[after + 1])
+        if start == 0 and tokens[cue].low in HAIR.cues:
+            crowned = self._crowning(tokens, cue)
+            if crowned is not None:
+                return crowned
         if (
             start > 0
             and tokens[start - 1].low == "the"
@@ -1927,6 +1951,41 @@ class _Context:
                     return None
         return None
 
+    def _portrait_goes_on(self, tokens: list[_Tok], start: int, cue: int) -> bool:
+        """Whether a bare feature ("raven-black hair", no article or possessive) opens a
+        list after a semicolon or colon that follows a clause saying what someone was."""
+        if start == 0 or tokens[start].low in _PHRASE_MODIFIER_BLOCKERS:
+            return False
+        if self.text[tokens[start - 1].end : tokens[start].start].strip() not in (";", ":"):
+            return False
+        after = self.text[tokens[cue].end : tokens[cue + 1].start] if cue + 1 < len(tokens) else ""
+        if "," not in after:
+            return False  # a list goes on: "; raven-black hair, very dark eyes, …"
+        j = start - 1
+        while j > 0 and self._gap_ok(tokens[j - 1], tokens[j]):
+            j -= 1
+        return any(t.low in _COPULAS for t in tokens[j:start])
+
+    def _crowning(self, tokens: list[_Tok], cue: int) -> str | None:
+        """ "A bush of crinkly yellow hair topped his red, freckled face": hair opening its
+        sentence that tops, frames or falls about someone's head is theirs."""
+        k = cue + 1
+        if k >= len(tokens) or tokens[k].low not in _CROWNING_VERBS:
+            return None
+        k += 1
+        if k < len(tokens) and tokens[k].low in _CROWNING_PARTICLES:
+            k += 1
+        if k >= len(tokens) or tokens[k].low not in _ATTRIBUTIVE_POSSESSIVES:
+            return None
+        for n in range(k + 1, min(k + 4, len(tokens))):
+            if not all(self._gap_ok(tokens[m], tokens[m + 1]) for m in range(cue, n)):
+                return None
+            if tokens[n].low in _HEAD_PARTS:
+                return self._possessor(tokens[k], inside(self.quotes, tokens[k].start))
+            if not self._plain(tokens[n]) or tokens[n].low in _PHRASE_MODIFIER_BLOCKERS:
+                return None
+        return None
+
     def _listed_feature_owner(self, tokens: list[_Tok], the: int, spoken: bool) -> str | None:
         """Whose "the brown eyes" are in "… with the strong jaw and the brown eyes": the
         list must run back, through "and" and plain words only, to "with", "had" or "has"."""
@@ -1940,6 +1999,15 @@ class _Context:
                 joined += 1
             if word.low in _SUBJECT_LINKS:
                 return self._clause_subject(tokens, j, spoken) if joined else None
+            if (
+                word.low in _ATTRIBUTIVE_POSSESSIVES
+                and joined
+                and (j == 0 or not self._gap_ok(tokens[j - 1], word))
+                and self._feature_item(tokens, j + 1, the)
+            ):
+                # "; his tall figure, long and dark locks, his voice": a list its clause
+                # opens with a possessive is that one's
+                return self._possessor(word, spoken)
             if word.low == "and":
                 joined += 1
             elif word.low not in ("the", "a", "an") and (
@@ -1948,6 +2016,14 @@ class _Context:
                 return None
             j -= 1
         return None
+
+    def _feature_item(self, tokens: list[_Tok], first: int, last: int) -> bool:
+        """Whether the list item opening at `first` (before `last`) is a feature of the
+        body ("tall figure,"), not someone ("wife,"): its last word before a comma."""
+        for n in range(first, last):
+            if "," in self.text[tokens[n].end : tokens[n + 1].start]:
+                return tokens[n].low in _FIGURE_NOUNS
+        return False
 
     def _modifiers_from(self, tokens: list[_Tok], i: int) -> int:
         """Where the noun phrase ending at the noun `tokens[i]` begins: "black" in "with
@@ -2038,6 +2114,9 @@ class _Context:
                 return self._resolve("she" if tokens[j].low == "her" else "he", tokens[j].start)
             if tokens[j].low in _SUBJECTS and not spoken:
                 return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
+            if tokens[j].low in ("his", "her") and tokens[j + 1].low in _FIGURE_NOUNS:
+                # "his face was broad, with large blue eyes": the face's owner's
+                return self._possessor(tokens[j], spoken)
             j -= 1
         return None
 
@@ -3273,8 +3352,21 @@ _APPOSITION = re.compile(
     r"(?:[\w-]+,?\s+){0,4}$",
     re.IGNORECASE,
 )
+#: Men or women in general are nobody in play: "there were few men in England capable of
+#: such exertions", "like most women".
+_GENERIC_PLURAL = "".join(rf"(?<!\b{q} )" for q in "few many most all no other such".split())
 _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
-    sex: _any_word(f"{words} {_MORE_UNNAMED[sex]}") for sex, words in _ONE_UNNAMED.items()
+    sex: re.compile(
+        r"\b(?:"
+        + "|".join(words.split())
+        + "|"
+        + _GENERIC_PLURAL
+        + "(?:"
+        + "|".join(_MORE_UNNAMED[sex].split())
+        + r"))\b",
+        re.IGNORECASE,
+    )
+    for sex, words in _ONE_UNNAMED.items()
 }
 #: One person of a sex, unnamed: a second candidate for "she" a paragraph keeps in focus
 #: (a plural is not: "the girls would comment on her dress").
