@@ -1711,3 +1711,49 @@ def test_men_in_general_are_nobody_in_play() -> None:
     assert conflicts(said, roxton) == ["Lord John Roxton:height:six feet"]
     said = said.replace("few men in England", "the men by the door")
     assert conflicts(said, roxton) == []
+
+
+def test_what_a_thirteenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
+    """My Antonia, Uncle Tom's Cabin and The Beautiful and Damned, in their shape: each
+    once gave a description to the wrong person or took a name's own form for a slip."""
+    she, he = "- **Pronouns:** she\n", "- **Pronouns:** he\n"
+    antonia = "# Antonia Shimerda\n- **Aliases:** Antonia\n" + she + "- **Eyes:** brown\n"
+    said = "Antonia came.\n\nShe clapped her hands and murmured, ‘Blue sky, blue eyes,’ softly.\n"
+    assert conflicts(said, antonia) == []  # the eyes she pointed to, not hers
+    gloria = "# Gloria Gilbert\n- **Aliases:** Gloria\n" + she + "- **Hair:** auburn\n"
+    muriel = "# Muriel Kane\n- **Aliases:** Muriel\n" + she
+    said = (
+        "Muriel Kane arrived in New York. Like Gloria, she seemed never to change. She knew "
+        "the latest slang. Her clothes were extreme; her black hair was bobbed, now, like "
+        "Gloria's.\n"
+    )
+    assert conflicts(said, gloria, muriel) == []  # Muriel's, not the one compared with
+    ophelia = "# Miss Ophelia\n- **Aliases:** Ophelia\n" + she + "- **Eyes:** dark\n"
+    st_clare = "# Augustine St. Clare\n- **Aliases:** St. Clare\n" + he
+    said = (
+        "“Why, Augustine!” said Miss Ophelia.\n\n“My mother was divine,” said St. Clare; "
+        "and seating himself on an ottoman, he went on:\n\n“My brother and I were twins. "
+        "I had blue eyes and fair complexion.”\n"
+    )
+    assert conflicts(said, ophelia, st_clare) == []  # St. Clare goes on speaking
+    shelby = (
+        "# George Shelby\n- **Aliases:** Mas’r George, George Shelby\n" + he
+        + "- **Height:** tall\n"
+    )  # fmt: skip
+    said = (
+        "Negroes scuttled about for the benefit of Mas’r and his guests.\n\nInto such an "
+        "assembly our traveller entered. He was a short, thick-set man.\n"
+    )
+    assert conflicts(said, shelby) == []  # "Mas’r" is a title, not George
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\n“Georgey is coming,” said Sam, unwilling to implicate Liza. Then "
+        "Jhon came.\n"
+    )
+    known = {"George", "George Shelby", "Eliza", "Lizy", "John"}
+    found = name_variants(Workspace(tmp_path), ["ch.md"], known)
+    assert [v["found"] for v in found] == ["Jhon"]
+    # where a card spells a pet form itself, another spelling of it is a slip
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"George", "Georgie", "Eliza"})
+    assert [v["found"] for v in found] == ["Georgey"]

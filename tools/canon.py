@@ -38,6 +38,11 @@ HONORIFICS: dict[str, Gender | None] = {
     "brother": "he",
     "uncle": "he",
     "master": "he",
+    # the dialect's "Master": "Mas’r George" is George, not every "Mas’r" in the book
+    "mas'r": "he",
+    "mas’r": "he",
+    "massa": "he",
+    "marse": "he",
     "monsieur": "he",
     "signor": "he",
     "herr": "he",

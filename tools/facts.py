@@ -51,6 +51,7 @@ from controlroom.tools.wordlist import is_given_name
 
 _WORD = re.compile(r"[A-Za-z]+(?:[-'’][A-Za-z]+)*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]|--")
+_SINGLE_QUOTES = re.compile("[‘’']")
 #: Inside one sentence a full stop ends an abbreviation ("Mr. Darcy"), not a clause.
 _CLAUSE_SEPARATOR = re.compile(r"[;:!?()“”\"—–]|--")
 _COPULAS = frozenset(
@@ -121,7 +122,7 @@ _GREYING_AUXILIARIES = frozenset("had has have having is was are were be been be
 _MEASURE_ADVERBS = frozenset(
     "well over above under below nearly almost about full fully quite just all a good but "
     "only barely scarcely hardly not much more less than some at least to up fairly of "
-    "upwards upward nigh near on every inch inches little trifle bit".split()
+    "upwards upward nigh near on every inch inches little trifle bit something".split()
 )
 #: What a height in feet follows when it measures its subject: "stood six feet", "was
 #: six feet", "being but five feet four", "had shot up to six feet", "measured six feet".
@@ -505,6 +506,8 @@ class _Reader:
         turns: list[str | None] = []
         #: The one the previous paragraph's last sentence opens on, as its subject.
         closing_subject: str | None = None
+        #: Whether the previous paragraph ended leading into speech ("he went on:").
+        lead_in = False
         for block_index, indexes in by_block.items():
             block = self.doc.blocks[block_index]
             block_mentions = _people(self.cast, block.text)
@@ -517,6 +520,16 @@ class _Reader:
             )
             if (
                 voices.speaker is None
+                and turns
+                and turns[-1] is not None
+                and lead_in
+                and untagged_speech(block.text, voices.quotes)
+            ):
+                # "… seating himself on an ottoman, he went on:¶“My brother and I were
+                # twins …”": a paragraph that ends leading into speech gives it its speaker
+                voices = voices.spoken_by(turns[-1])
+            elif (
+                voices.speaker is None
                 and len(turns) >= 2
                 and turns[-2] is not None
                 and turns[-1] is not None
@@ -527,6 +540,9 @@ class _Reader:
                 # the one who spoke two paragraphs back speaks, to the one who spoke last.
                 voices = voices.taking_turn(turns[-2], turns[-1])
             turns = [*turns, voices.speaker] if voices.quotes else []
+            lead_in = _LEADS_INTO_SPEECH.search(block.text) is not None and not inside(
+                voices.quotes, len(block.text.rstrip()) - 1
+            )
             told = [(s, entity) for s, _, entity in block_mentions if not inside(voices.quotes, s)]
             earlier = tuple(reversed(named_before))
             named = frozenset(entity for _, entity in told if entity != self.narrator)
@@ -1327,7 +1343,14 @@ class _Context:
         return values
 
     def _gap_ok(self, a: _Tok, b: _Tok) -> bool:
-        return not _CLAUSE_BREAK.search(self.text[a.end : b.start])
+        gap = self.text[a.end : b.start]
+        if _CLAUSE_BREAK.search(gap):
+            return False
+        # a single quote mark may open or close speech ("murmured, ‘Blue sky, blue eyes’"):
+        # a phrase never runs across it
+        return not _SINGLE_QUOTES.search(gap) or inside(self.quotes, a.start) == inside(
+            self.quotes, b.start
+        )
 
     def _kept_locks(self, tokens: list[_Tok], i: int) -> bool:
         """ "the dark and light locks of hair under the glass": hair cut and kept, no one's
@@ -2771,7 +2794,11 @@ class _Context:
             told = [
                 (s, e, entity)
                 for s, e, entity in group
-                if not inside(self.quotes, s) and _compatible(_gender_of(self.cast, entity), gender)
+                if not inside(self.quotes, s)
+                and _compatible(_gender_of(self.cast, entity), gender)
+                # "Like Gloria, she seemed never to change": the one compared with is not
+                # the one meant
+                and not _COMPARED_BEFORE.search(self.text, max(0, s - 12), s)
             ]
             names = {entity for _, _, entity in told}
             if names:
@@ -3238,6 +3265,9 @@ class _Context:
         return breaks[-1] if breaks else self.sentence_start
 
 
+#: A paragraph's narration ending on a colon leads into the speech that follows: "he went
+#: on:", "she continued thus:".
+_LEADS_INTO_SPEECH = re.compile(r":\s*$")
 #: How a person without a card is named among the cast's mentions: "?he" for "Mr. Collins".
 _STRANGER = "?"
 _STRANGER_GENDERS: dict[str, Gender] = {"he": "he", "she": "she", "they": "they"}
@@ -3335,6 +3365,9 @@ def _any_word(words: str) -> re.Pattern[str]:
 
 
 _THAN_BEFORE = re.compile(r"\bthan\s+$", re.IGNORECASE)
+#: "Like Gloria, she …", "…, unlike Mrs. Shelby": a name compared with, not the one meant
+#: (never the verb: "I did not like Mr. Ashby", nor "a man like Mr. Casaubon", him).
+_COMPARED_BEFORE = re.compile(r"(?:^|[,;:(—–]\s*|--\s*|[.!?]\s+)(?:[Ll]ike|[Uu]nlike)\s+$")
 #: "he" or "she" outside speech, as a paragraph's first subject.
 _PRONOUN_SUBJECT_ANYWHERE = re.compile(r"\b(?:[Hh]e|[Ss]he)\b(?!['’-])")
 #: How far after "he" a "him" shows a second man in the same clause ("he held him away").

@@ -155,6 +155,10 @@ class Voices:
     def quote_at(self, offset: int) -> tuple[int, int] | None:
         return next(((s, e) for s, e in self.quotes if s <= offset < e), None)
 
+    def spoken_by(self, speaker: str) -> Voices:
+        """This paragraph's speech as `speaker`'s (one who "went on:" just before)."""
+        return replace(self, speaker=speaker)
+
     def taking_turn(self, speaker: str, addressee: str) -> Voices:
         """This paragraph's speech as the next turn of a two-person exchange: `speaker`
         says it, to `addressee` unless it names someone else."""

@@ -168,6 +168,24 @@ class _NameBook:
         )
         return list(dict.fromkeys([*same, *typos]))
 
+    def pet_form(self, word: str, name: str) -> bool:
+        """ "Georgey", "Georgie" or "Johnny" made from a card's "George" or "John", when no
+        card has a pet form of that name itself (then another spelling is a slip of it)."""
+        lowered, base = word.lower(), name.lower()
+        made = any(
+            lowered in (base + end, base.removesuffix("e") + end, base + base[-1:] + end)
+            for end in ("y", "ey", "ie")
+        )
+        stem = _pet_stem(word)
+        return made and not any(n != word and _pet_stem(n) == stem for n in self.names)
+
+    def clipped_form(self, word: str) -> bool:
+        """ "Liza" of a card's "Eliza": a known name less its first letters."""
+        lowered = word.lower()
+        return len(lowered) >= 4 and any(
+            n.lower().endswith(lowered) and len(n) > len(lowered) for n in self.names
+        )
+
     def intended(self, word: str) -> bool:
         """A plural of a name ("the Bennets", "the Lucases"), a plural title, an ordinary
         word, or a spelling the writer keeps: not a slip."""
@@ -391,6 +409,10 @@ def name_variants(
         ):
             # "how's Buty? Buty's my brother Bute": a variant used again, and once beside
             # the name itself, is a pet name, not a slip
+            continue
+        if near and (book.pet_form(word, near[0]) or book.clipped_form(word)):
+            # "Mas’r Georgey" for a card's George, "Liza" for a card's Eliza (and its
+            # "Lizy"): a name's own pet or short form, where no card spells one otherwise
             continue
         for path, line, text, titled, opens, named, other, spoken in where[word] if near else []:
             if other or not _slip(book, word, near[0], titled, opens, named):
