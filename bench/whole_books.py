@@ -2,14 +2,14 @@
 of each card fact.
 
 `bench/whole_books/<novel>/` holds the cards (and `.control-room/workspace.json`) written
-for seventy public-domain novels by helper sessions that never saw the rules; the texts are
+for the public-domain novels listed there by helper sessions that never saw the rules; the texts are
 not kept here (the GITenberg sources and how each was laid out: `bench/whole_books/
 README.md`). Lay a novel's chapters out beside its cards, then:
 
     .venv/bin/python bench/whole_books.py WORKSPACE [WORKSPACE ...] [--facts]
 
-runs `controlroom run "check consistency of the whole book"` in each and prints its
-findings (each one a false finding unless the published text really slips) and how many of
+runs `controlroom run "check consistency of the whole book"` in each and prints how many
+units and cards it read, its findings (each one a false finding unless the published text really slips) and how many of
 its card facts were confirmed by the text, not stated, contradicted or not checkable;
 `--facts` lists each fact and what became of it.
 """
@@ -63,8 +63,10 @@ def main() -> None:
     )
     ns = parser.parse_args()
     totals: Counter[str] = Counter()
-    print(f"{'novel':<16} {'findings':>8} {'confirmed':>9} {'not stated':>10} "
-          f"{'contradicted':>12} {'not checkable':>13} {'seconds':>7}")  # fmt: skip
+    # how many units and cards were read: a layout half found shows here, not as silence
+    print(f"{'novel':<16} {'units':>5} {'cards':>5} {'findings':>8} {'confirmed':>9} "
+          f"{'not stated':>10} {'contradicted':>12} {'not checkable':>13} "
+          f"{'seconds':>7}")  # fmt: skip
     details: list[str] = []
     fact_lines: list[str] = []
     for workspace in ns.workspaces:
@@ -78,14 +80,19 @@ def main() -> None:
         findings = report["findings"]
         totals.update(facts)
         totals["findings"] += len(findings)
-        print(f"{workspace.name:<16} {len(findings):>8} {facts['confirmed']:>9} "
-              f"{facts['not stated']:>10} {facts['contradicted']:>12} "
+        units = len(report.get("scenes_checked", []))
+        cards = len({f.get("entity") for f in report["facts"]})
+        totals["units"] += units
+        totals["cards"] += cards
+        print(f"{workspace.name:<16} {units:>5} {cards:>5} {len(findings):>8} "
+              f"{facts['confirmed']:>9} {facts['not stated']:>10} {facts['contradicted']:>12} "
               f"{facts['not checkable']:>13} {result['seconds']:>7.1f}")  # fmt: skip
         details += [f"  {workspace.name}: {f['message']}  ({f.get('sentence', '')[:120]})"
                     for f in findings]  # fmt: skip
         if ns.facts:
             fact_lines += [_fact_line(workspace.name, f) for f in report["facts"]]
-    print(f"{'all':<16} {totals['findings']:>8} {totals['confirmed']:>9} "
+    print(f"{'all':<16} {totals['units']:>5} {totals['cards']:>5} {totals['findings']:>8} "
+          f"{totals['confirmed']:>9} "
           f"{totals['not stated']:>10} {totals['contradicted']:>12} "
           f"{totals['not checkable']:>13}")  # fmt: skip
     if details:
