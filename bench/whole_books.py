@@ -9,8 +9,9 @@ README.md`). Lay a novel's chapters out beside its cards, then:
     .venv/bin/python bench/whole_books.py WORKSPACE [WORKSPACE ...] [--facts]
 
 runs `controlroom run "check consistency of the whole book"` in each and prints how many
-units and cards it read, its findings (each one a false finding unless the published text really slips) and how many of
-its card facts were confirmed by the text, not stated, contradicted or not checkable;
+units and cards it read, its findings (each one a false finding unless the published text
+really slips) and how many of its card facts were confirmed by the text, not stated,
+contradicted or not checkable;
 `--facts` lists each fact and what became of it.
 """
 
