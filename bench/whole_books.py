@@ -39,7 +39,8 @@ def check(workspace: Path) -> dict[str, object]:
     )
     seconds = time.perf_counter() - started
     try:
-        run_id = json.loads(ran.stdout)["run_id"]
+        run = json.loads(ran.stdout)
+        run_id = run["run_id"]
     except (ValueError, KeyError):
         raise SystemExit(f"{workspace}: the check did not run: {ran.stderr.strip()}") from None
     slot = subprocess.run(
@@ -50,7 +51,9 @@ def check(workspace: Path) -> dict[str, object]:
     )
     if slot.returncode != 0:
         # the run stopped before its check (no cards found, say): said, and the next goes on
-        why = (ran.stderr.strip() or slot.stderr.strip()).splitlines()
+        why = (
+            str(run.get("error") or "") or ran.stderr.strip() or slot.stderr.strip()
+        ).splitlines()
         return {"run_id": run_id, "seconds": seconds, "failed": why[-1] if why else "?"}
     report = json.loads(slot.stdout)
     return {"run_id": run_id, "seconds": seconds, "report": report}

@@ -403,6 +403,9 @@ def test_units_in_a_folder_that_does_not_say_are_chapters_when_their_headings_sa
     for n, heading in ((1, "# Chapter 1"), (2, "CHAPTER II.")):
         (tmp_path / "Text" / f"{n:02}-slug.md").write_text(f"{heading}\r\n\r\nOak walked.\r\n")
     assert detect_layout(Workspace(tmp_path)).unit == "chapter"
+    # Round 13's Master of Ballantrae: the book's dedication among them says nothing
+    (tmp_path / "Text" / "00-slug.md").write_text("# DEDICATION\n\nTo a friend.\n")
+    assert detect_layout(Workspace(tmp_path)).unit == "chapter"
     (tmp_path / "Text" / "03-slug.md").write_text("# The Storm\n\nOak walked.\n")
     assert detect_layout(Workspace(tmp_path)).unit == "scene"  # one that does not say
 

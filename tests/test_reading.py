@@ -1757,3 +1757,30 @@ def test_what_a_thirteenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> N
     # where a card spells a pet form itself, another spelling of it is a slip
     found = name_variants(Workspace(tmp_path), ["ch.md"], {"George", "Georgie", "Eliza"})
     assert [v["found"] for v in found] == ["Georgey"]
+
+
+def test_what_a_thirteenth_audit_a_took_for_slips_is_no_finding(tmp_path: Path) -> None:
+    """The Woodlanders and The Master of Ballantrae: a father's "Gracie", a Scots speaker's
+    "Ball’ntrae" and a broad accent's "Hairry" are the names as said, not slips."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\n“Morning t’ye, Gracie.” “It was a grand thing for the Master o’ "
+        "Ball’ntrae!” “Come, come, Hairry lad,” says he. Then Hairry came in, and sang to Grase.\n"
+    )
+    known = {"Grace", "Ballantrae", "Harry"}
+    found = name_variants(Workspace(tmp_path), ["ch.md"], known)
+    # in narration the drawl is a slip; a consonant for a consonant is a slip anywhere
+    assert [v["found"] for v in found] == ["Grase", "Hairry"]
+
+
+def test_a_quoted_card_value_keeps_its_escaped_quotes() -> None:
+    """YAML's escapes in a quoted front-matter value: the value is read whole."""
+    card = parse_card(
+        "Cast/tom.md",
+        '---\nname: Tom\neyes: "blue (\\"Tom had blue eyes\\")"\n'
+        "height: 'tall (it''s said)'\n---\n",
+    )
+    values = {f.attribute: f.value for f in facts_of([card])}
+    assert values["eyes"] == 'blue ("Tom had blue eyes")'
+    assert values["height"] == "tall (it's said)"

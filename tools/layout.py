@@ -74,6 +74,12 @@ _UNIT_NAME = re.compile(
     r"^(?:\d+[\s_\-.]+)?(scn|scene|ch|chap|chapter)(?=[\s_\-.]*(\d|[ivxlc]+\b))", re.IGNORECASE
 )
 #: A unit's first line naming it a chapter: "# CHAPTER IV.", "Chapter 12: The Return", "Ch. 3".
+#: A book's own matter before or after its chapters: not a scene, whatever its heading.
+_BOOKS_OWN_MATTER = re.compile(
+    r"^\s*#{0,6}\s*(?:the\s+)?(?:dedication|preface|foreword|introduction|prologue|epilogue|"
+    r"author'?s?['’]?\s+note|postscript|afterword)\b",
+    re.IGNORECASE,
+)
 _CHAPTER_HEADING = re.compile(r"^\s*#{0,6}\s*(?:chapter|chap\.|ch\.)\s*[0-9ivxlc]", re.IGNORECASE)
 #: A book's own divisions, numbered: "Part 1", "Book Two", "Volume III" hold its chapters.
 _PART_DIR = re.compile(
@@ -512,7 +518,8 @@ def _detected(
                 if named
                 else _kind_by_heading(text)
             )
-            kinds.add(kind)
+            if kind is not None:
+                kinds.add(kind)
         elif "scene" in front or "chapter" in front:
             found_units.append(path)
             kinds.add("scene" if "scene" in front else "chapter")
@@ -533,11 +540,14 @@ def _detected(
     )
 
 
-def _kind_by_heading(text: str) -> UnitKind:
+def _kind_by_heading(text: str) -> UnitKind | None:
     """What a file in a folder that does not say (`Text/`, `Draft/`, `Book One/`) is, by
-    its own first line: `# CHAPTER IV.` is a chapter; anything else is taken as a scene."""
+    its own first line: `# CHAPTER IV.` is a chapter; a dedication, preface or epilogue
+    says nothing of its siblings (None); anything else is taken as a scene."""
     body = parse_front_matter(normalize_newlines(text))[1]
     first = next((line for line in body.splitlines() if line.strip()), "")
+    if _BOOKS_OWN_MATTER.match(first):
+        return None
     return "chapter" if _CHAPTER_HEADING.match(first) else "scene"
 
 

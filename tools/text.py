@@ -7,6 +7,7 @@ sentence work; blingfire finds the sentence boundaries. CRLF and lone CR line en
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -106,16 +107,26 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str, int]:
 
 
 _YAML_COMMENT = re.compile(r"\s+#.*$")
+#: A quoted YAML scalar, whole: 'it''s said' and "blue (\"Tom had blue eyes\")".
+_SINGLE_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+_DOUBLE_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
 def _yaml_scalar(raw: str) -> str:
     """A front-matter value as YAML reads it: a quoted value whole, else up to a comment
     (`eyes: dark  # 'so dark-eyed' (I.2)` is "dark")."""
     value = raw.strip()
-    if value[:1] in ("'", '"'):
-        closing = value.find(value[0], 1)
-        if closing > 0:
-            return value[1:closing]
+    quoted = _SINGLE_QUOTED.match(value) or _DOUBLE_QUOTED.match(value)
+    if quoted is not None:
+        body = quoted.group(1)
+        if value[0] == "'":
+            return body.replace("''", "'")  # YAML's one escape in single quotes
+        try:
+            # YAML's double-quoted escapes (\", \\, \n, \u00e9) are JSON's
+            decoded: str = json.loads(f'"{body}"')
+        except ValueError:
+            return body.replace('\\"', '"')
+        return decoded
     return _YAML_COMMENT.sub("", value).strip().strip("\"'")
 
 

@@ -20,6 +20,7 @@ from controlroom.tools.builtin.canon_checker import (
     workspace_settings,
 )
 from controlroom.tools.canon import HONORIFICS
+from controlroom.tools.layout import detect_layout
 from controlroom.tools.text import quoted_spans, read_document
 from controlroom.tools.vocabulary import describes_the_person
 from controlroom.tools.wordlist import is_common_word, is_place_name
@@ -255,6 +256,29 @@ def _vowel_shifted(found: str, name: str) -> bool:
     return len(diffs) == 1 and all(ch in "aeiou" for ch in diffs[0])
 
 
+def _elided(found: str, name: str) -> bool:
+    """ "Ball’ntrae" for "Ballantrae": an apostrophe stands for the letters a speaker drops
+    from the name, the rest of it as written."""
+    for mark in ("’", "'"):
+        head, sep, tail = found.partition(mark)
+        if sep and head and tail and mark not in tail:
+            return name.startswith(head) and name.endswith(tail) and len(name) > len(head + tail)
+    return False
+
+
+def _drawled(found: str, name: str) -> bool:
+    """ "Hairry" for "Harry": a vowel drawn into a diphthong, as a broad accent says it."""
+    if len(found) != len(name) + 1:
+        return False
+    for at, letter in enumerate(found):
+        if letter.lower() not in "aeiou" or found[:at] + found[at + 1 :] != name:
+            continue
+        beside = found[at - 1 : at] + found[at + 1 : at + 2]
+        if any(ch.lower() in "aeiou" for ch in beside):
+            return True
+    return False
+
+
 def _folksy_ending(found: str, name: str) -> bool:
     """ "Ezry" for "Ezra", "Sary" for "Sara": a name's closing "a" as a speaker says it."""
     return name.endswith("a") and found == name[:-1] + "y"
@@ -429,6 +453,10 @@ def name_variants(
                 # "I'll tell you, Carrrie": drawn out in speech; "with Suzannne" in
                 # narration is a slip still
                 continue
+            if _elided(word, near[0]) or (spoken and _drawled(word, near[0])):
+                # "the Master o’ Ball’ntrae", "“Come, come, Hairry lad,” says he, with a broad
+                # accent": the name as it is said; "Hairry" in narration is a slip still
+                continue
             if spoken and _folksy_ending(word, near[0]):
                 # "people like Ezry Stowbody": a name's last "a" said "y" in speech
                 continue
@@ -483,7 +511,8 @@ class ConsistencyChecker:
         }
         variants = [f"! {f['message']}" for f in findings if f["type"] == "name_variant"]
         summary = (
-            f"Checked {len(args.scene_paths)} scenes: {len(findings)} finding(s)\n"
+            f"Checked {len(args.scene_paths)} {detect_layout(workspace).unit}s: "
+            f"{len(findings)} finding(s)\n"
             + canon_digest(cards, report)
             + ("\n" + "\n".join(variants) if variants else "")
         )

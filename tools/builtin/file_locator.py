@@ -176,8 +176,10 @@ class FileLocator:
             raise ToolError(
                 self.name,
                 "no canon cards found: keep them under a folder named Compendium, Canon, "
-                "Codex, Bible, Characters, Cast, People or Wiki, or declare them in "
-                '.control-room/workspace.json (e.g. "canon": ["Notes/People/*.md"])',
+                "Codex, Bible, Characters, Cast, People, Persons or Wiki (anywhere else, a "
+                "card is known by two or more lines such as 'Eyes: grey' and 'Pronouns: "
+                "she'), or declare them in .control-room/workspace.json (e.g. "
+                '"canon": ["Notes/People/*.md"])',
             )
         outline_numbers = (
             [int(s["number"]) for s in parse_outline(workspace.read_text(layout.outline))]
