@@ -1784,3 +1784,18 @@ def test_a_quoted_card_value_keeps_its_escaped_quotes() -> None:
     values = {f.attribute: f.value for f in facts_of([card])}
     assert values["eyes"] == 'blue ("Tom had blue eyes")'
     assert values["height"] == "tall (it's said)"
+
+
+def test_joined_adjectives_before_a_person_noun_and_a_bare_value_with_a_likeness() -> None:
+    """The Invisible Man's "a tall and slender young man, with flaxen hair" and The
+    Woodlanders' "his eyes blue as corn-flowers" went unread."""
+    kemp = "# Dr. Kemp\n- **Aliases:** Kemp\n- **Pronouns:** he\n- **Hair:** black\n"
+    said = "Dr. Kemp was a tall and slender young man, with flaxen hair.\n"
+    assert conflicts(said, kemp) == ["Dr. Kemp:hair:flaxen"]
+    # not the man he meets
+    assert conflicts("Kemp met a tall and slender young man, with flaxen hair.\n", kemp) == []
+    giles = "# Giles\n- **Pronouns:** he\n- **Eyes:** grey\n"
+    said = "Giles walked on, his face sunburnt, his eyes blue as corn-flowers, his hands dyed.\n"
+    assert conflicts(said, giles) == ["Giles:eyes:blue"]
+    # a colour that is a noun's after the feature is no value of it
+    assert conflicts("Giles walked on, his eyes brown hair.\n", giles) == []

@@ -1568,6 +1568,9 @@ class _Context:
             tokens[k].low in ("nearly", "almost", "quite", "all", "now", "still")
             or (tokens[k].low.endswith("ly") and len(tokens[k].low) > 4)
         )
+        if not (linked or adverb) and self._bare_value(tokens, i, k, kind):
+            # "his face being sunburnt to wheat-color, his eyes blue as corn-flowers"
+            return [tokens[k]]
         if not (linked or adverb) or not self._gap_ok(tokens[k - 1], tokens[k]):
             return []
         k += 1
@@ -1624,6 +1627,21 @@ class _Context:
                 tokens, k, kind
             )
         return self._value_words(run, kind)
+
+    def _bare_value(self, tokens: list[_Tok], i: int, k: int, kind: FactKind) -> bool:
+        """Whether a value stands right after its feature with no verb, as a phrase of its
+        own: it closes the phrase or opens a likeness ("his eyes blue as corn-flowers, his
+        sleeves dyed"), never a noun's colour ("her eyes brown hair")."""
+        if k != i + 1 or k >= len(tokens) or not self._gap_ok(tokens[i], tokens[k]):
+            return False
+        if not kind.classes(tokens[k].low) or not self._plain(tokens[k]):
+            return False
+        if k + 1 >= len(tokens):
+            return True
+        gap = self.text[tokens[k].end : tokens[k + 1].start]
+        if _CLAUSE_BREAK.search(gap) or "," in gap:
+            return True
+        return tokens[k + 1].low == "as" and self._gap_ok(tokens[k], tokens[k + 1])
 
     def _noun_follows(self, tokens: list[_Tok], last: int) -> bool:
         """Whether a plain noun closes the phrase a value at `last` opens ("red and yellow
@@ -2199,7 +2217,10 @@ class _Context:
         """Where "a" or "an" opens the noun phrase ending at the person noun `noun`, when a
         verb of being or "as" stands before it ("was a … gentleman", "as a … woman")."""
         k = noun - 1
-        while k > 0 and noun - k <= 5 and self._gap_ok(tokens[k], tokens[k + 1]):
+        while k > 0 and noun - k <= 6 and self._gap_ok(tokens[k], tokens[k + 1]):
+            if tokens[k].low == "and" and self._plain(tokens[k - 1]):
+                k -= 1  # "was a tall and slender young man": its adjectives joined
+                continue
             if tokens[k].low in ("a", "an"):
                 verb = k - 1
                 while verb > 0 and k - verb <= 3 and self._adverb(tokens[verb]):
