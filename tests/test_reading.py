@@ -1799,3 +1799,16 @@ def test_joined_adjectives_before_a_person_noun_and_a_bare_value_with_a_likeness
     assert conflicts(said, giles) == ["Giles:eyes:blue"]
     # a colour that is a noun's after the feature is no value of it
     assert conflicts("Giles walked on, his eyes brown hair.\n", giles) == []
+
+
+def test_a_person_set_out_after_a_colon_is_the_one_the_clause_names() -> None:
+    """The Master of Ballantrae: "Mr. Henry came himself to the door to welcome me: a tall
+    dark young gentleman" went unread."""
+    henry = "# Henry Durie\n- **Aliases:** Mr. Henry\n- **Pronouns:** he\n- **Height:** short\n"
+    said = "Mr. Henry came himself to the door to welcome me: a tall dark young gentleman.\n"
+    assert conflicts(said, henry) == ["Henry Durie:height:tall"]
+    for said in (
+        "Mr. Henry spoke to his father: a tall old gentleman.\n",  # the father
+        "Mr. Henry came to the door: a tall cabinet stood there.\n",  # no person
+    ):
+        assert conflicts(said, henry) == [], said

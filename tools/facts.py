@@ -2007,6 +2007,37 @@ class _Context:
             j -= 1
         return any(t.low in _COPULAS for t in tokens[j:start])
 
+    def _after_colon(self, tokens: list[_Tok], article: int) -> bool:
+        """Whether `tokens[article]` is "a" or "an" right after a colon."""
+        return (
+            0 < article < len(tokens)
+            and tokens[article].low in ("a", "an")
+            and self.text[tokens[article - 1].end : tokens[article].start].strip() == ":"
+        )
+
+    def _colon_apposed(self, tokens: list[_Tok], article: int, gender: Gender | None) -> str | None:
+        """ "Mr. Henry came himself to the door to welcome me: a tall dark young gentleman":
+        a person set out after a colon is the one person of that sex the clause before it
+        names in narration."""
+        start = article - 1
+        while start > 0 and self._gap_ok(tokens[start - 1], tokens[start]):
+            start -= 1
+        if any(
+            t.low in _PERSON_NOUNS or t.low in _KIN or t.low in ("him", "her", "them")
+            for t in tokens[start:article]
+        ):
+            return None  # "Mr. Henry spoke to his father: a tall old gentleman": the father
+        low, high = tokens[start].start, tokens[article - 1].end
+        named = {
+            entity
+            for s, e, entity in self.mentions
+            if s < high
+            and e > low  # "Mr. Henry": a title's stop is no clause break
+            and not inside(self.quotes, s)
+            and _compatible(_gender_of(self.cast, entity), gender)
+        }
+        return next(iter(named)) if len(named) == 1 else None
+
     def _crowning(self, tokens: list[_Tok], cue: int) -> str | None:
         """ "A bush of crinkly yellow hair topped his red, freckled face": hair opening its
         sentence that tops, frames or falls about someone's head is theirs."""
@@ -2112,6 +2143,9 @@ class _Context:
         passed_aside = False
         while j >= 0 and at - j - skipped <= _SUBJECT_REACH:
             if not passed_aside and not self._gap_ok(tokens[j], tokens[j + 1]):
+                if gender is not None and self._after_colon(tokens, j + 1):
+                    # "… came to the door to welcome me: a tall dark young gentleman with …"
+                    return self._colon_apposed(tokens, j + 1, gender)
                 aside = self._aside_before(tokens, j)
                 if aside is None:
                     break
@@ -2225,7 +2259,7 @@ class _Context:
                 verb = k - 1
                 while verb > 0 and k - verb <= 3 and self._adverb(tokens[verb]):
                     verb -= 1  # "he was then simply a pallid young man"
-                linked = tokens[verb].low in _COPULAS | {"as"}
+                linked = tokens[verb].low in _COPULAS | {"as"} or self._after_colon(tokens, k)
                 # "Mr Alec, a young man with hair as red as a fox's": an apposition
                 apposed = "," in self.text[tokens[k - 1].end : tokens[k].start] and bool(
                     self._mention_at(tokens[k - 1])
@@ -2396,6 +2430,10 @@ class _Context:
                 if tokens[j + 1].low in ("a", "an") and _DASH.fullmatch(gap.strip()):
                     # "Morgan--an old, grey-haired, mahogany-faced sailor--came forward"
                     return self._mention_at(tokens[j]), negated
+                noun = self._noun_after(tokens, i)
+                if noun in _PERSON_NOUNS and self._after_colon(tokens, j + 1):
+                    # "Mr. Henry came himself to the door: a tall dark young gentleman"
+                    return self._colon_apposed(tokens, j + 1, _NOUN_GENDERS.get(noun)), negated
                 if not (gap.strip() == "(" and tokens[j + 1].low in ("who", "whose")):
                     return None, False
                 # "Captain Rawdon Crawley (who was left-handed, and …)": a relative clause
