@@ -1812,3 +1812,8 @@ def test_a_person_set_out_after_a_colon_is_the_one_the_clause_names() -> None:
         "Mr. Henry came to the door: a tall cabinet stood there.\n",  # no person
     ):
         assert conflicts(said, henry) == [], said
+
+
+def test_a_giantess_on_a_card_is_tall() -> None:
+    """My Ántonia's card "almost a giantess in height" was not checkable."""
+    assert HEIGHT.classes("almost a giantess in height") == {"tall"}

@@ -317,6 +317,7 @@ HEIGHT = FactKind(
             "lofty": "tall",
             "gigantic": "tall",
             "giant": "tall",
+            "giantess": "tall",
             "short": "short",
             "shortest": "short",
             "diminutive": "short",
