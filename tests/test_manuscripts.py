@@ -423,3 +423,38 @@ def test_a_two_column_table_of_attribute_names_over_one_row_is_a_header() -> Non
     # a two-column table of attributes, its first row written as the header, is still one
     card = parse_card("Characters/x.md", "# X\n\n| Eyes | grey |\n|---|---|\n| Hair | black |\n")
     assert card.attributes == {"eyes": "grey", "hair": "black"}
+
+
+def test_cards_declared_alone_named_dramatis_personae_or_in_sections_are_found(
+    tmp_path: Path,
+) -> None:
+    """Round 13's The Way of All Flesh and The Egoist: `{"canon": [...]}` alone was ignored,
+    `Dramatis Personae/` with `## Eyes` section cards was not found, `Egoist/` chapters were
+    not found, and declared units without `unit` were called scenes."""
+    (tmp_path / "Chapters").mkdir()
+    (tmp_path / "Chapters" / "01.md").write_text("# Chapter 1\n\nJane came in.\n")
+    card = "# Jane\n\n## Pronouns\n\nshe\n\n## Eyes\n\ngrey\n"
+    (tmp_path / "DP").mkdir()
+    (tmp_path / "DP" / "jane.md").write_text("# Jane\n\nPronouns she. Eyes grey.\n")
+    (tmp_path / ".control-room").mkdir()
+    (tmp_path / ".control-room" / "workspace.json").write_text('{"canon": ["DP/*.md"]}')
+    layout = detect_layout(Workspace(tmp_path))
+    assert layout.canon == ("DP/jane.md",) and [u.path for u in layout.units] == ["Chapters/01.md"]
+    (tmp_path / ".control-room" / "workspace.json").unlink()
+    (tmp_path / "Dramatis Personae").mkdir()
+    (tmp_path / "Dramatis Personae" / "jane.md").write_text(card)
+    (tmp_path / "Notes").mkdir()
+    (tmp_path / "Notes" / "ann.md").write_text(card.replace("Jane", "Ann"))
+    layout = detect_layout(Workspace(tmp_path))
+    assert "Dramatis Personae/jane.md" in layout.canon and "Notes/ann.md" in layout.canon
+    egoist = tmp_path / "book"
+    (egoist / "Egoist").mkdir(parents=True)
+    for n in (1, 2, 3):
+        (egoist / "Egoist" / f"0{n}-slug.md").write_text(f"# CHAPTER {n}\n\nSir Willoughby.\n")
+    (egoist / "Egoist" / "00-prelude.md").write_text("# PRELUDE\n\nComedy.\n")
+    layout = detect_layout(Workspace(egoist))
+    assert layout.unit == "chapter" and len(layout.units) == 3
+    (egoist / ".control-room").mkdir()
+    (egoist / ".control-room" / "workspace.json").write_text('{"units": ["Egoist/*.md"]}')
+    layout = detect_layout(Workspace(egoist))
+    assert layout.source == "declared" and layout.unit == "chapter" and len(layout.units) == 4

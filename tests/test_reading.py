@@ -1817,3 +1817,36 @@ def test_a_person_set_out_after_a_colon_is_the_one_the_clause_names() -> None:
 def test_a_giantess_on_a_card_is_tall() -> None:
     """My Ántonia's card "almost a giantess in height" was not checkable."""
     assert HEIGHT.classes("almost a giantess in height") == {"tall"}
+
+
+def test_what_a_thirteenth_audit_c_took_for_slips_is_no_finding(tmp_path: Path) -> None:
+    """The Way of All Flesh: "Christiana", listed among The Pilgrim's Progress's people and
+    then opening a sentence, is someone else; "a God-fearing earnest Christian" is a word."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nHe dramatised it, with Mr Greatheart, Apollyon, Christiana, Mercy, and "
+        "Hopeful as the principal characters. Christiana did not wear much. He was a "
+        "God-fearing earnest Christian. Then Christnia came.\n"
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Christina"})
+    assert [v["found"] for v in found] == ["Christnia"]
+
+
+def test_cards_a_long_described_value_and_a_name_column() -> None:
+    """A "## Hair" section of a hundred characters was dropped without a word; a table's
+    "Name" column made a fact "name" that could not be checked."""
+    card = parse_card(
+        "Dramatis Personae/skinner.md",
+        "# Dr Skinner\n\n## Hair\n\nred when he was a young man; after a brain fever he wore "
+        "a wig, which was brown by the time he was forty\n",
+    )
+    assert card.attributes["hair"].startswith("red when he was a young man")
+    card = parse_card(
+        "People/clara.md",
+        "# Clara\n\n| Name | Pronouns | Eyes |\n|---|---|---|\n| Clara | she | brown |\n",
+    )
+    assert [(f.attribute, f.value) for f in facts_of([card])] == [
+        ("pronouns", "she"),
+        ("eyes", "brown"),
+    ]

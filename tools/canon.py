@@ -182,6 +182,9 @@ def parse_card(path: str, text: str) -> CanonCard:
 #: a longer paragraph (a biography) is not a value.
 _SECTION_KEY_WORDS = 3
 _SECTION_VALUE_MAX = 80
+#: The attributes the tools check: a section of one of these holds its value however long.
+_DESCRIBED = frozenset("eyes hair height handedness".split())
+_DESCRIBED_VALUE_MAX = 400
 _GENERIC_HEADERS = frozenset(
     "attribute attributes field fields trait traits key property detail details fact facts "
     "feature features aspect".split()
@@ -268,6 +271,11 @@ def _is_prose(text: str) -> bool:
 def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:
     key = heading.strip().rstrip(":").lower()
     longest = _SECTION_NAMES_MAX if key == "aliases" else _SECTION_VALUE_MAX
+    if key in _DESCRIBED:
+        # "## Hair" over "red when he was a young man; after a brain fever he wore a wig,
+        # which was brown by the time he was forty": a described attribute's value may run
+        # long, and is kept (to be checked, or said not to be), never silently dropped
+        longest = _DESCRIBED_VALUE_MAX
     too_long = len(text) > longest or _is_prose(text)
     if len(key.split()) > _SECTION_KEY_WORDS or too_long or not key:
         return {}
@@ -299,6 +307,8 @@ def facts_of(cards: Iterable[CanonCard]) -> list[Fact]:
         Fact(card.name, attribute, value, card.path, card.lines.get(attribute, 0))
         for card in cards
         for attribute, value in card.attributes.items()
+        # a table's "Name" column is the card's name, not a fact about the person
+        if not (attribute in ("name", "full name") and value.strip() == card.name)
     ]
 
 

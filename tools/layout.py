@@ -26,6 +26,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -59,15 +60,19 @@ _UNIT_DIRS = {
 _CANON_DIRS = frozenset(
     "compendium canon codex bible characters character cast people locations places "
     "world worldbuilding wiki items glossary persons personae profiles bios".split()
-)
+) | {"dramatis personae", "dramatis_personae", "dramatis-personae", "dramatispersonae"}
 #: A card kept anywhere ("Dramatis Personae/silver.md") is known by its lines: two or more
 #: of these attributes as "Eyes: grey", "- **Eyes:** grey" or a table row "| Eyes | grey |".
 _CARD_KEYS = r"aliases|pronouns|eyes|hair|height|handedness|age|role|occupation|gender|build"
 _CARD_LINE = re.compile(
-    rf"^\s*(?:[-*+]\s+)?(?:\|\s*)?\*{{0,2}}(?:{_CARD_KEYS})\*{{0,2}}\s*(?::|\|)",
+    rf"^\s*(?:[-*+]\s+)?(?:\|\s*)?\*{{0,2}}(?:{_CARD_KEYS})\*{{0,2}}\s*(?::|\|)"
+    # or a section per attribute: "## Eyes"
+    rf"|^#{{2,6}}\s+(?:{_CARD_KEYS})\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _CARD_LINES_MIN = 2
+#: How many files opening on a chapter heading make a folder of any name a chapter folder.
+_HEADED_CHAPTERS_MIN = 3
 #: Only a card's head is read to know it: cards are short, chapters are not cards.
 _CARD_HEAD = 4000
 _UNIT_NAME = re.compile(
@@ -76,7 +81,7 @@ _UNIT_NAME = re.compile(
 #: A unit's first line naming it a chapter: "# CHAPTER IV.", "Chapter 12: The Return", "Ch. 3".
 #: A book's own matter before or after its chapters: not a scene, whatever its heading.
 _BOOKS_OWN_MATTER = re.compile(
-    r"^\s*#{0,6}\s*(?:the\s+)?(?:dedication|preface|foreword|introduction|prologue|epilogue|"
+    r"^\s*#{0,6}\s*(?:the\s+)?(?:dedication|preface|foreword|introduction|prologue|prelude|epilogue|"
     r"author'?s?['’]?\s+note|postscript|afterword)\b",
     re.IGNORECASE,
 )
@@ -469,7 +474,7 @@ def _detect_layout(workspace: Workspace) -> Layout:
         taken: set[str | None] = {*unit_paths, *canon, outline}
         declared = Layout(
             "declared",
-            spec.unit,
+            spec.unit if "unit" in spec.model_fields_set else _unit_by_titles(units),
             _ordered(units, warnings, by_order=spec.numbering == "order"),
             outline,
             tuple(sorted(canon)),
@@ -479,6 +484,25 @@ def _detect_layout(workspace: Workspace) -> Layout:
     detected = _detected(workspace, paths, warnings, unreadable)
     if spec is not None and "unit" in spec.model_fields_set:
         detected = replace(detected, unit=spec.unit)  # {"unit": "chapter"} alone
+    if spec is not None and spec.canon:
+        # {"canon": ["Dramatis Personae/*.md"]} alone: the cards are where it says, the
+        # chapters where detection finds them
+        cards = set(_glob(paths, spec.canon))
+        detected = replace(
+            detected,
+            units=tuple(u for u in detected.units if u.path not in cards),
+            canon=tuple(sorted(cards)),
+            other=tuple(p for p in detected.other if p not in cards),
+        )
+    if spec is not None and spec.outline is not None:
+        if spec.outline in paths:
+            detected = replace(
+                detected,
+                outline=spec.outline,
+                other=tuple(p for p in detected.other if p != spec.outline),
+            )
+        else:
+            warnings.append(f"the outline '{spec.outline}' named in {LAYOUT_FILE} does not exist")
     return _finished(detected, workspace, unreadable, warnings)
 
 
@@ -494,6 +518,8 @@ def _detected(
     found_canon: list[str] = []
     found_units: list[str] = []
     kinds: set[str] = set()
+    #: Files elsewhere that open on a chapter heading, by folder.
+    headed: dict[str, list[str]] = {}
     for path in paths:
         if path in outline_paths:
             continue
@@ -525,6 +551,14 @@ def _detected(
             kinds.add("scene" if "scene" in front else "chapter")
         elif _reads_as_card(front, text):
             found_canon.append(path)
+        elif path.endswith((".md", ".txt", ".markdown")) and _kind_by_heading(text) == "chapter":
+            headed.setdefault(path.rsplit("/", 1)[0] if "/" in path else "", []).append(path)
+    # "Egoist/05-clara-middleton.md" opening "# CHAPTER V": a folder of files that each open
+    # on a chapter heading holds chapters, whatever it is called
+    for folder_paths in headed.values():
+        if len(folder_paths) >= _HEADED_CHAPTERS_MIN:
+            found_units.extend(folder_paths)
+            kinds.add("chapter")
     if len(outline_paths) > 1:
         warnings.append(f"several outlines found; using '{outline}'")
     units = _units_of(workspace, found_units, "filename", unreadable)
@@ -538,6 +572,13 @@ def _detected(
         tuple(sorted(found_canon)),
         tuple(p for p in paths if p not in taken),
     )
+
+
+def _unit_by_titles(units: Sequence[Unit]) -> UnitKind:
+    """Declared units whose kind is not: chapters when every one titled as a chapter or the
+    book's own matter ("CHAPTER XXXVIII", "PREFACE"), and one at least as a chapter."""
+    kinds = {_kind_by_heading(u.title) for u in units} - {None}
+    return "chapter" if kinds == {"chapter"} else "scene"
 
 
 def _kind_by_heading(text: str) -> UnitKind | None:

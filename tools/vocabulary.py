@@ -330,6 +330,7 @@ HEIGHT = FactKind(
             "undersized": "short",
             "squat": "short",
             "dumpy": "short",
+            "stumpy": "short",
             "statuesque": "tall",
             "commanding": "tall",
             "middle": "middle",

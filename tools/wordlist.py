@@ -108,3 +108,15 @@ def _geonames() -> frozenset[str]:
 def is_place_name(word: str) -> bool:
     """`word` names a town or a country: "Jena", "Brussels"."""
     return word in place_names()
+
+
+#: Endings that make ordinary words of a capitalised one: "Christianity", "Englishism",
+#: "Judaize", "Christendom".
+_DERIVING = ("ity", "ism", "ize", "dom")
+
+
+def derives_words(word: str) -> bool:
+    """`word` is a capitalised word of the language, not a person's name alone: the
+    dictionary has words made from it ("Christian": "Christianity")."""
+    every = _web2()
+    return any(word + end in every or (word + end).lower() in every for end in _DERIVING)

@@ -23,7 +23,7 @@ from controlroom.tools.canon import HONORIFICS
 from controlroom.tools.layout import detect_layout
 from controlroom.tools.text import quoted_spans, read_document
 from controlroom.tools.vocabulary import describes_the_person
-from controlroom.tools.wordlist import is_common_word, is_place_name
+from controlroom.tools.wordlist import derives_words, is_common_word, is_place_name
 from controlroom.tools.workspace import Workspace
 
 #: A capitalised word; a hyphen joins it to another ("Jean-Paul"), a double one is a dash.
@@ -311,9 +311,19 @@ def _slip(
     (`named`: "Andrew Bell") is not a slip for a surname ("Andrews")."""
     if is_common_word(word) and (opens or not _transposed(word, near)):
         return False
+    if derives_words(word):
+        return False  # "a God-fearing earnest Christian" is no "Christina"
     if named and near in book.surnames and near not in book.given:
         return False
     return not (titled and near not in book.surnames)
+
+
+def _listed_in(book: _NameBook, text: str, match: re.Match[str], listed: set[str]) -> bool:
+    """`_listed_with_another`, remembering the word in `listed` when it is."""
+    if _listed_with_another(book, text, match):
+        listed.add(re.sub(r"[’']s$", "", match.group(0)))
+        return True
+    return False
 
 
 def _listed_with_another(book: _NameBook, text: str, match: re.Match[str]) -> bool:
@@ -361,6 +371,8 @@ def name_variants(
     seen: Counter[str] = Counter()
     where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool, str | None]]] = {}
     lowercase: set[str] = set()
+    #: Words the book lists beside names no card has: someone else's name, wherever used.
+    listed: set[str] = set()
     for path in paths:
         doc = read_document(workspace.read_text(path))
         speech: dict[int, tuple[tuple[int, int], ...]] = {}
@@ -380,6 +392,7 @@ def name_variants(
                 before = _CAPITALISED_BEFORE.search(sentence.text[: match.start()])
                 after = _SURNAME_AFTER.match(sentence.text, match.end())
                 named = after is not None
+                in_list = not opens and _listed_in(book, sentence.text, match, listed)
                 # "the Jeune Amelie", "Molloy Malony", "Madame de Raudon", and at a
                 # sentence's start "Louise Vanderkelkov": another name's word; never "Basil
                 # Hallwerd" or "Sybil Vane", whose other words are the card's
@@ -391,7 +404,7 @@ def name_variants(
                             (before is not None and before.group(0).strip() not in book.words)
                             or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
                             or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
-                            or _listed_with_another(book, sentence.text, match)
+                            or in_list
                             # "three to one at Jena": a town's or a country's name where a place
                             # stands is no slip for "Jane" (the list is read only for such words)
                             or (
@@ -433,6 +446,10 @@ def name_variants(
         ):
             # "how's Buty? Buty's my brother Bute": a variant used again, and once beside
             # the name itself, is a pet name, not a slip
+            continue
+        if near and word in listed:
+            # "with Mr Greatheart, Apollyon, Christiana, Mercy, and Hopeful": a spelling the
+            # book shows to be another person's name is theirs wherever it stands
             continue
         if near and (book.pet_form(word, near[0]) or book.clipped_form(word)):
             # "Mas’r Georgey" for a card's George, "Liza" for a card's Eliza (and its
