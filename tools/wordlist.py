@@ -115,8 +115,24 @@ def is_place_name(word: str) -> bool:
 _DERIVING = ("ity", "ism", "ize", "dom")
 
 
+@cache
+def _deriving_stems() -> frozenset[str]:
+    """The capitalised words the list makes a capitalised word from by one of `_DERIVING`
+    ("Christian" of "Christianity", "English" of "Englishism")."""
+
+    def build() -> frozenset[str]:
+        return frozenset(
+            w[: -len(end)]
+            for w in _web2()
+            if w[:1].isupper()
+            for end in _DERIVING
+            if w.endswith(end) and len(w) - len(end) >= 3
+        )
+
+    return _kept("proper-stems", build)
+
+
 def derives_words(word: str) -> bool:
     """`word` is a capitalised word of the language, not a person's name alone: the
     dictionary has words made from it ("Christian": "Christianity")."""
-    every = _web2()
-    return any(word + end in every or (word + end).lower() in every for end in _DERIVING)
+    return word in _deriving_stems()

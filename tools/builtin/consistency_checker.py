@@ -184,7 +184,9 @@ class _NameBook:
         """ "Liza" of a card's "Eliza": a known name less its first letters."""
         lowered = word.lower()
         return len(lowered) >= 4 and any(
-            n.lower().endswith(lowered) and len(n) > len(lowered) for n in self.names
+            part.lower().endswith(lowered) and len(part) > len(lowered)
+            for name in self.names
+            for part in name.split()
         )
 
     def intended(self, word: str) -> bool:
