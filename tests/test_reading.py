@@ -1850,3 +1850,34 @@ def test_cards_a_long_described_value_and_a_name_column() -> None:
         ("pronouns", "she"),
         ("eyes", "brown"),
     ]
+
+
+def test_what_a_fourteenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
+    """Romola: Tessa "looking up at Tito with wide blue eyes" gave Tito her eyes; "Lollo",
+    three times in a paragraph, and the Italian plurals "Frati", "Messeri", "Neri" were
+    taken for slips of "Lillo", "the Frate", "Messer" and "del Nero"."""
+    tito = "# Tito Melema\n- **Aliases:** Tito\n- **Pronouns:** he\n- **Eyes:** dark\n"
+    said = "Tito came.\n\n“I’ll go home,” she said, looking up at Tito with wide blue eyes.\n"
+    assert conflicts(said, tito) == []
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nIt was an act of the conjuror's lad Lollo. Lollo had no compassion. "
+        "Lollo felt that his moment was come. The Frati sang, and the Messeri and the Neri "
+        "came. Then Bernado ran.\n"
+    )
+    known = {"Lillo", "the Frate", "Messer", "Bernardo del Nero", "Nero", "Bernardo"}
+    found = name_variants(Workspace(tmp_path), ["ch.md"], known)
+    assert [v["found"] for v in found] == ["Bernado"]
+
+
+def test_a_plain_card_value_keeps_its_quotes_and_near_six_feet_is_tall() -> None:
+    """Erewhon's `role: the elder daughter, "very handsome"` lost its closing quote; Tom
+    Brown's "near six feet high" and Romola's "of great stature" were not checkable."""
+    card = parse_card(
+        "Dramatis/zulora.md",
+        '---\nname: Zulora\nrole: the elder daughter, "very handsome"\n---\n',
+    )
+    assert card.attributes["role"] == 'the elder daughter, "very handsome"'
+    assert HEIGHT.classes("near six feet high (at nineteen)") == {"tall"}
+    assert HEIGHT.classes("of great stature") == {"tall"}

@@ -146,6 +146,11 @@ _COORDINATED_OF_REACH = 6
 _HEADWEAR = frozenset("hat cap bonnet wig hood turban helmet bonnets hats caps".split())
 #: Verbs of turning one's eyes on someone: "She turned upon him a pair of dark eyes".
 _GAZE_VERBS = frozenset("turned fixed raised lifted bent cast directed rolled".split())
+#: Looking at someone: "looking up at Tito with wide blue eyes" are the looker's eyes.
+_LOOKING = frozenset(
+    "looking looked gazing gazed staring stared glancing glanced peering peered smiling "
+    "smiled".split()
+)
 #: What one looks out of or with is one's own: "looked at me out of his grey eyes".
 _LOOKING_THROUGH = re.compile(r"\b(?:out\s+of|with|from\s+under)\s+$", re.IGNORECASE)
 #: What a relative clause calls the hand someone uses: "which was always her readiest".
@@ -2174,6 +2179,10 @@ class _Context:
             if tokens[j].low in ("this", "that") and gender is not None and not spoken:
                 return self._resolve(gender, tokens[j].start)
             entity = self._mention_at(tokens[j])
+            if entity and self._looked_at(tokens, j, entity):
+                # "she said, looking up at Tito with wide blue eyes": the looker's eyes
+                j = self._mention_start(tokens, j, entity) - 1
+                continue
             if entity:
                 if tokens[j].low.endswith("'s") and j + 1 < at and self._someone(tokens[j + 1]):
                     return None  # "Mrs. Orchard's baby had blue eyes": the baby's
@@ -2194,6 +2203,29 @@ class _Context:
                 return self._possessor(tokens[j], spoken)
             j -= 1
         return None
+
+    def _mention_start(self, tokens: list[_Tok], j: int, entity: str) -> int:
+        """The first token of the name ENTITY that `tokens[j]` is part of."""
+        while (
+            j > 0
+            and self._mention_at(tokens[j - 1]) == entity
+            and self._gap_ok(tokens[j - 1], tokens[j])
+        ):
+            j -= 1
+        return j
+
+    def _looked_at(self, tokens: list[_Tok], j: int, entity: str) -> bool:
+        """Whether the name at `tokens[j]` is the one looked at: "looking up at Tito"."""
+        first = self._mention_start(tokens, j, entity)
+        k = first - 1
+        if k < 1 or tokens[k].low not in ("at", "upon", "into"):
+            return False
+        k -= 1
+        if tokens[k].low in ("up", "down", "round", "across", "back") and k > 0:
+            k -= 1
+        return tokens[k].low in _LOOKING and all(
+            self._gap_ok(tokens[n], tokens[n + 1]) for n in range(k, first)
+        )
 
     def _compared_with(self, tok: _Tok) -> bool:
         """Whether the name holding `tok` follows "than" ("no older than Alicia")."""

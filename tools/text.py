@@ -127,7 +127,10 @@ def _yaml_scalar(raw: str) -> str:
         except ValueError:
             return body.replace('\\"', '"')
         return decoded
-    return _YAML_COMMENT.sub("", value).strip().strip("\"'")
+    plain = _YAML_COMMENT.sub("", value).strip()
+    # a quote opening a value it never closes is dropped; quotes inside a plain value
+    # are the writer's ('the elder daughter, "very handsome"')
+    return plain.strip("\"'") if plain[:1] in ("'", '"') else plain
 
 
 def _inline_text(token: Token) -> tuple[str, tuple[int, ...]]:

@@ -261,7 +261,7 @@ _FEET = re.compile(
     r"\b(?:(?:a\s+(?:little|trifle|bit|shade)|well|just|a\s+good\s+deal)\s+)?"
     r"(?:(?P<over>over|above|under|below|(?:more|less)\s+than|upwards?\s+of)"
     r"|(?:(?:hardly|scarcely|barely|not|no)\s+(?:more\s+than\s+)?)"
-    r"|nearly|almost|about|full|fully|quite|just)?\s*(?P<feet>\w+)\s+"
+    r"|nearly|near|nigh|almost|about|full|fully|quite|just)?\s*(?P<feet>\w+)\s+"
     r"(?:feet|foot|ft\.?)(?:,?(?:\s+and)?\s+(?P<inches>\w+)(?:\s+inch(?:es)?)?)?"
 )
 
@@ -301,6 +301,8 @@ def _height_idioms(phrase: str) -> str:
     phrase = _ABOUT_NORM.sub(norm, phrase)
     phrase = _AT_NORM.sub("middle", phrase)
     phrase = _FEET.sub(feet, phrase)
+    # "of great stature", "of small stature": the stature's own adjective
+    phrase = re.sub(r"\b(?:great|lofty|high)\s+(?:stature|height)\b", "tall", phrase)
     return re.sub(r"\b(tall|short)ish\b", r"\1", phrase)
 
 

@@ -200,6 +200,12 @@ class _NameBook:
             or (word.endswith("es") and word[:-2] in self.known)
             # "all you Scotchmen": the plural of a card's "the Scotchman"
             or (word.endswith("men") and word[:-3] + "man" in self.words)
+            # an Italian plural of a name's word: "the Frati" of "the Frate", "Messeri" of
+            # "Messer", "the Neri" of "Bernardo del Nero"
+            or (
+                word.endswith("i")
+                and any(w in self.words for w in (word[:-1] + "e", word[:-1] + "o", word[:-1]))
+            )
         )
 
 
@@ -431,9 +437,12 @@ def name_variants(
     findings = []
     for word, count in sorted(seen.items()):
         lowered = word.lower()
+        # A word no dictionary has is a name wherever it stands: "Lollo" opening two
+        # sentences and inside a third is used three times, as one means to
+        uses = count if is_common_word(word) else len(where[word])
         if (
             word in book.known
-            or count > MAX_VARIANT_USES
+            or uses > MAX_VARIANT_USES
             or lowered in lowercase
             or lowered in STOPWORDS
             or lowered.rstrip(".") in HONORIFICS
