@@ -1817,6 +1817,7 @@ def test_a_person_set_out_after_a_colon_is_the_one_the_clause_names() -> None:
 def test_a_giantess_on_a_card_is_tall() -> None:
     """My Ántonia's card "almost a giantess in height" was not checkable."""
     assert HEIGHT.classes("almost a giantess in height") == {"tall"}
+    assert HEIGHT.classes("stubby") == {"short"}  # The Virginian's card (round 14)
 
 
 def test_what_a_thirteenth_audit_c_took_for_slips_is_no_finding(tmp_path: Path) -> None:

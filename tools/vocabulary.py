@@ -333,6 +333,7 @@ HEIGHT = FactKind(
             "squat": "short",
             "dumpy": "short",
             "stumpy": "short",
+            "stubby": "short",
             "statuesque": "tall",
             "commanding": "tall",
             "middle": "middle",
