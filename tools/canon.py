@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Literal
 
 from controlroom.tools.text import Block, read_document
+from controlroom.tools.vocabulary import KINDS
 from controlroom.tools.wordlist import is_common_word, is_given_name
 
 Gender = Literal["he", "she", "they"]
@@ -183,7 +184,7 @@ def parse_card(path: str, text: str) -> CanonCard:
 _SECTION_KEY_WORDS = 3
 _SECTION_VALUE_MAX = 80
 #: The attributes the tools check: a section of one of these holds its value however long.
-_DESCRIBED = frozenset("eyes hair height handedness".split())
+_DESCRIBED = frozenset(kind.attribute for kind in KINDS)
 _DESCRIBED_VALUE_MAX = 400
 _GENERIC_HEADERS = frozenset(
     "attribute attributes field fields trait traits key property detail details fact facts "
