@@ -1882,3 +1882,66 @@ def test_a_plain_card_value_keeps_its_quotes_and_near_six_feet_is_tall() -> None
     assert card.attributes["role"] == 'the elder daughter, "very handsome"'
     assert HEIGHT.classes("near six feet high (at nineteen)") == {"tall"}
     assert HEIGHT.classes("of great stature") == {"tall"}
+
+
+HARLOW = "# John Harlow\n- **Aliases:** Harlow\n- **Pronouns:** he\n- **Height:** short\n"
+MARY = "# Mary Dunstan\n- **Aliases:** Mary\n- **Pronouns:** she\n- **Hair:** fair\n"
+
+
+def test_a_name_set_beside_a_strangers_description_is_theirs() -> None:
+    """A description given before the name, in the same sentence: an apposition, "named",
+    ", whose name was", or "The … man at the desk was …"."""
+    assert conflicts("A dark-haired girl, Mary Dunstan, answered the bell.\n", MARY) == [
+        "Mary Dunstan:hair:dark-haired"
+    ]
+    for text in (
+        "A tall young man named John Harlow stood at the gate.\n",
+        "The tall man—John Harlow—bustled about the kitchen.\n",
+        "The tall stranger, whose name was Harlow, bowed.\n",
+        "The tall man at the desk was John Harlow.\n",
+    ):
+        assert conflicts(text, HARLOW) == ["John Harlow:height:tall"], text
+    # a vocative in speech, a name opening a clause of its own, a man who calls another
+    for text in (
+        "“A tall man, Harlow, came asking for you.”\n",
+        "It was a tall man, Harlow thought, who stood there.\n",
+        "The tall man called Harlow over to the window.\n",
+        "The tall man at the desk was Harlow's brother.\n",
+    ):
+        assert conflicts(text, HARLOW) == [], text
+
+
+def test_a_phrase_set_after_its_clause_describes_the_subject() -> None:
+    """ "He swung down, a tall figure against the grey wall": the sentence's subject, when
+    no one else is named, told or called by a noun before it, and no noun phrase ends the
+    clause (it might be the one described)."""
+    text = "Harlow rode into the yard.\nHe swung down, a tall figure against the wall.\n"
+    assert conflicts(text, HARLOW) == ["John Harlow:height:tall"]
+    dashed = "Harlow rode into the yard. He swung down—a tall figure against the wall.\n"
+    assert conflicts(dashed, HARLOW) == ["John Harlow:height:tall"]
+    for other in (
+        "Harlow rode in.\nHe sent for the carpenter, a tall man with a limp.\n",
+        "Harlow rode in.\nHe sent for the carpenter—a tall man with a limp.\n",
+        "Harlow rode in.\nHe looked at Mary, a tall girl in white.\n",
+        "Harlow rode in.\nHe rose as they came in, a tall man among them.\n",
+    ):
+        assert conflicts(other, HARLOW, MARY) == [], other
+
+
+def test_a_saints_title_or_a_title_alone_is_nobody_else_in_view() -> None:
+    """Barchester Towers: "the living of St. Ewold" was a stranger in view, and the "Mr" of
+    "Mr. Slope" a given name, so "He was above the middle height" and the paragraph's
+    "his … pale-brown eyes" eight sentences on were read as nobody's."""
+    arabin = "# Francis Arabin\n- **Aliases:** Mr. Arabin\n- **Height:** short\n"
+    text = "Mr. Arabin accepted the living of St. Ewold. He was above the middle height.\n"
+    assert conflicts(text, arabin) == ["Francis Arabin:height:above the middle height"]
+    slope = "# Obadiah Slope\n- Aliases: Mr. Slope, Slope\n- Eyes: blue\n"
+    portrait = (
+        "Mr. Slope is tall, and not ill-made. His feet and hands are large, as has ever "
+        "been the case with all his family. His countenance, however, is not specially "
+        "prepossessing. His hair is lank. It is always formed into three masses; two of "
+        "them adhere closely to the sides of his face. He wears no whiskers. His face is "
+        "red. His forehead is high. His mouth is large, and his big, prominent, pale-brown "
+        "eyes inspire anything but confidence.\n"
+    )
+    assert conflicts(portrait, slope) == ["Obadiah Slope:eyes:pale-brown"]

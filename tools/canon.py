@@ -394,8 +394,7 @@ class Cast:
             entity = self.slip_of(match.group("name"))
             if entity is not None:
                 named.append((match.start(), match.end(), entity))
-            else:
-                title = match.group("title").lower()
+            elif (title := match.group("title").lower()) not in SAINT_TITLES:
                 strangers.append((match.start(), match.end(), HONORIFICS.get(title)))
         for match in _FULL_NAME.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in taken):
@@ -501,6 +500,9 @@ TITLED_NAME = re.compile(
 #: How alike a word must be to one of a person's names to be read as a slip of it.
 _SLIP_RATIO = 0.75
 _FULL_NAME = re.compile(r"\b([A-Z][a-z]+)[ \t]+([A-Z][a-z]+)\b")
+#: Titles that name a saint: a parish, a church or a day far more often than anyone in play
+#: ("the living of St. Ewold"), so never a stranger a pronoun may mean.
+SAINT_TITLES = frozenset({"st", "saint"})
 _SAINT = re.compile(r"(?:\bSt\.?|\bSaint)\s+$")
 _NEXT_CAPITALISED = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)([A-Z][a-z]+)")
 

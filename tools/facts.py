@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from controlroom.tools.canon import TITLED_NAME, Cast, Fact, Gender
+from controlroom.tools.canon import HONORIFICS, SAINT_TITLES, TITLED_NAME, Cast, Fact, Gender
 from controlroom.tools.text import Document, inside, read_document
 from controlroom.tools.vocabulary import (
     EYES,
@@ -2307,8 +2307,68 @@ class _Context:
     ) -> tuple[str | None, bool]:
         owner, negated = self._subject_walk(tokens, i, idiom=idiom)
         if owner is None and not negated and not idiom:
-            owner = self._fronted(tokens, i) or self._stranger_named_later(tokens, i)
+            owner = (
+                self._fronted(tokens, i)
+                or self._stranger_named_later(tokens, i)
+                or self._set_after_clause(tokens, i)
+            )
         return owner, negated
+
+    def _set_after_clause(self, tokens: list[_Tok], i: int) -> str | None:
+        """ "He swung down, a tall figure against the grey wall", "He rose slowly—a short,
+        thick-set man": a noun phrase set after its clause with a comma or a dash says what
+        the clause's subject is, when the sentence opens on that subject, nobody else is
+        named, told or called by a noun before it, and no noun phrase ends the clause.
+        Outside speech only."""
+        if inside(self.quotes, tokens[i].start) or not tokens:
+            return None
+        noun = self._noun_after(tokens, i)
+        if noun not in _PERSON_NOUNS:
+            return None
+        k = i - 1
+        while k > 0 and tokens[k].low not in ("a", "an") and i - k <= _ATTRIBUTIVE_ADJECTIVES_MAX:
+            if not self._plain(tokens[k]) or tokens[k].low in _PHRASE_MODIFIER_BLOCKERS:
+                return None
+            k -= 1
+        if k <= 1 or tokens[k].low not in ("a", "an"):
+            return None
+        gap = self.text[tokens[k - 1].end : tokens[k].start].strip()
+        if gap != "," and not _DASH.fullmatch(gap):
+            return None
+        if any(t.low in _DETERMINERS for t in tokens[max(0, k - 4) : k]):
+            # "He sent for the carpenter, a tall man": a noun before the comma may be the
+            # one described, and what it names no list tells
+            return None
+        end = next(n for n in range(i + 1, len(tokens)) if tokens[n].low == noun)
+        if end + 1 < len(tokens):
+            after = self.text[tokens[end].end : tokens[end + 1].start].strip()
+            if not after and tokens[end + 1].low not in _WHERE_PREPOSITIONS | {"against", "of"}:
+                return None  # "…, a tall man stood there": a clause of its own
+        opener = tokens[0]
+        if opener.start > self.sentence_start + 1:
+            return None
+        if opener.low in ("he", "she"):
+            subject = self._resolve(_SUBJECTS[opener.low], opener.start)
+        else:
+            subject = self._mention_at(opener)
+        if subject is None or subject.startswith(_STRANGER):
+            return None
+        first = 1
+        while first < k and self._mention_at(tokens[first]) == subject:
+            first += 1
+        for word in tokens[first:k]:
+            if (
+                self._mention_at(word)
+                or word.low in _OBJECT_PRONOUNS
+                or word.low in _SUBJECTS
+                or word.low in ("her", "them", "their", "they", "we", "i", "you")
+                or word.low in _PERSON_NOUNS
+                or word.low in _KIN
+                or inside(self.quotes, word.start)
+            ):
+                return None  # "He looked at the boy, a tall lad": the boy may be meant
+        fits = _compatible(_gender_of(self.cast, subject), _NOUN_GENDERS.get(noun))
+        return subject if fits else None
 
     def _beyond_everyone(self, tokens: list[_Tok], i: int) -> bool:
         """ "taller than any man in the parish", "shorter than all the others"."""
@@ -2400,6 +2460,71 @@ class _Context:
             k -= 1
         return None
 
+    def _name_beside(
+        self,
+        tokens: list[_Tok],
+        i: int,
+        gender: Gender | None,
+        *,
+        indefinite: bool,
+        subject: bool,
+    ) -> str | None:
+        """The name set right beside the person noun the value at `i` qualifies: "A
+        dark-haired girl, Mary Dunstan, answered", "The tall man—Tom Pinch—bustled", "a
+        tall young man named John Harlow", "the tall stranger, whose name was Harlow", and
+        with `subject` (the phrase opens its sentence) "The red-haired man at the desk was
+        John Harlow".
+        Between commas in speech a name may be the one spoken to ("A tall man, John, asked
+        for you"), and "the tall man called Harlow over" calls him: neither is read."""
+        noun = i + 1
+        while tokens[noun].low not in _PERSON_NOUNS:  # `_noun_after` found it
+            noun += 1
+        at = noun + 1
+        if at + 1 >= len(tokens):
+            return None
+        gap = self.text[tokens[noun].end : tokens[at].start].strip()
+        naming = tokens[at].low == "named" or (indefinite and tokens[at].low == "called")
+        if naming and not gap:
+            at += 1
+        elif subject and (copula := self._identifying_copula(tokens, noun)) is not None:
+            at = copula + 1  # "The red-haired man at the desk was John Harlow."
+        elif _DASH.fullmatch(gap) or (gap == "," and not inside(self.quotes, tokens[at].start)):
+            words = [t.low for t in tokens[at : at + 3]]
+            if words[:2] == ["whose", "name"] and words[2:] in (["was"], ["is"]):
+                at += 3  # "the tall stranger, whose name was Harlow"
+        else:
+            return None
+        if at >= len(tokens) or (at > noun + 1 and not self._gap_ok(tokens[at - 1], tokens[at])):
+            return None
+        entity = self._mention_at(tokens[at])
+        if entity is None or entity.startswith(_STRANGER):
+            return None
+        end = at
+        while end + 1 < len(tokens) and self._mention_at(tokens[end + 1]) == entity:
+            end += 1
+        if tokens[end].low.endswith("'s"):
+            return None  # "a tall girl, Mary's sister": whose she is
+        closing = (
+            "." if end + 1 == len(tokens) else self.text[tokens[end].end : tokens[end + 1].start]
+        )
+        if not naming and not _CLOSES_A_NAME.match(closing):
+            return None  # "a tall man, Harlow thought, …": the name opens a clause
+        return entity if _compatible(_gender_of(self.cast, entity), gender) else None
+
+    def _identifying_copula(self, tokens: list[_Tok], noun: int) -> int | None:
+        """Where "was" or "is" follows the noun at `noun`, past a short phrase of where
+        or with whom ("at the desk", "beside her"), with nothing but words between."""
+        k = noun + 1
+        if k < len(tokens) and tokens[k].low in _WHERE_PREPOSITIONS:
+            k += 1
+            while k < len(tokens) and k - noun <= 5 and tokens[k].low not in ("was", "is"):
+                k += 1
+        if k >= len(tokens) or tokens[k].low not in ("was", "is"):
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(noun, k)):
+            return None
+        return k
+
     def _stranger_named_later(self, tokens: list[_Tok], i: int) -> str | None:
         """ "a very short ungainly gentleman … advanced to meet her. This was no other than
         Captain William Dobbin": a stranger described as "a … gentleman" is the one a
@@ -2412,7 +2537,14 @@ class _Context:
         gender = _NOUN_GENDERS.get(noun or "")  # None: "person", "figure", either sex
         k = i - 1
         while k >= 0 and i - k <= _ATTRIBUTIVE_ADJECTIVES_MAX + 1:
-            if tokens[k].low in ("a", "an"):
+            if tokens[k].low in ("a", "an", "the"):
+                indefinite = tokens[k].low != "the"
+                opening = tokens[k].start <= self.sentence_start + 1
+                apposed = self._name_beside(
+                    tokens, i, gender, indefinite=indefinite, subject=opening
+                )
+                if apposed is not None or not indefinite:
+                    return apposed
                 return self._identified_later(gender, tokens[i].start)
             if not self._plain(tokens[k]) or not self._gap_ok(tokens[k], tokens[k + 1]):
                 return None
@@ -3249,12 +3381,14 @@ class _Context:
         before its verb ("Agatha was dressed first")."""
         carded = self.cast.name_tokens()
         for found in TITLED_NAME.finditer(self.text, start, end):
+            if found.group("title").lower() in SAINT_TITLES:
+                continue  # "the living of St. Ewold": a parish, a church, a day
             if found.group("name") not in carded:
                 return True
         for found in _CAPITALISED.finditer(self.text, start, end):
             word = found.group(0)
-            if word in carded or not is_given_name(word):
-                continue
+            if word in carded or word.lower() in HONORIFICS or not is_given_name(word):
+                continue  # "Mr" of "Mr. Slope" is in the list of given names, but a title
             opening = self.text[max(0, found.start() - 3) : found.start()]
             if not _SENTENCE_OPENING.search(opening):
                 return True  # mid-sentence: a name, not a sentence's first word
@@ -3553,6 +3687,15 @@ _RANK_UNNAMED = re.compile(
 _CLAUSE_OPENS = re.compile(r"(?:[,;]\s*(?:and|but)|;)$")
 #: Verbs after which "Lily appeared, tall and noble" says how someone came into view.
 _ENTERING = frozenset("appeared entered stood emerged reappeared".split())
+#: What may follow a name set beside a description: "A dark-haired girl, Mary Dunstan,".
+_CLOSES_A_NAME = re.compile(r"\s*(?:[,;.!?)]|--|—|–)")
+#: Words that open a noun phrase.
+_DETERMINERS = frozenset(
+    "a an the his her its their my our your this that these those some any every each".split()
+)
+#: Where or with whom someone stands, between a noun and what names them: "The
+#: red-haired man at the desk was John Harlow".
+_WHERE_PREPOSITIONS = frozenset("at in by on near beside behind with before".split())
 #: What a figure seen before it is named is called: "The tall form was that of Gabriel Oak".
 _FORM_NOUNS = frozenset("form figure shape".split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from controlroom.tools.canon import HONORIFICS, TITLED_NAME, Cast
+from controlroom.tools.canon import HONORIFICS, SAINT_TITLES, TITLED_NAME, Cast
 from controlroom.tools.stopping import checkpoint
 from controlroom.tools.text import inside, quoted_spans, read_document
 from controlroom.tools.voices import SPEECH_VERBS
@@ -24,7 +24,6 @@ MIN_MENTIONS = 3
 _NAME = r"[A-Z][a-z]+(?:[’'][a-z]+)?"
 _WORDS = re.compile(r"[A-Za-z]+(?:[’'][A-Za-z]+)?")
 _ADDRESS = frozenset("missis mama mamma papa sir madam ma'am master mistress".split())
-_SAINTS = frozenset({"st", "saint"})
 #: "in Paris", "in French", "the French", not "in Jane's room".
 _AFTER_IN_OR_ARTICLE = re.compile(r"\b(?:[Ii]n|a|an|the)\s+(" + _NAME + r")\b(?![’'])")
 #: "Prince Edward Island", "Barnard's Inn", "Baker Street": a place named for someone.
@@ -90,7 +89,7 @@ def _people_in(text: str) -> list[tuple[str, str, int]]:
     found = [
         (m.group("name"), m.group(0), m.start())
         for m in TITLED_NAME.finditer(text)
-        if m.group("title").lower() not in _SAINTS
+        if m.group("title").lower() not in SAINT_TITLES
     ]
     quotes = quoted_spans(text)
     words = [
