@@ -458,3 +458,41 @@ def test_cards_declared_alone_named_dramatis_personae_or_in_sections_are_found(
     (egoist / ".control-room" / "workspace.json").write_text('{"units": ["Egoist/*.md"]}')
     layout = detect_layout(Workspace(egoist))
     assert layout.source == "declared" and layout.unit == "chapter" and len(layout.units) == 4
+
+
+def test_round_fifteen_layouts_chapters_in_words_declared_order_and_a_stray_apostrophe(
+    tmp_path: Path,
+) -> None:
+    """Where Angels Fear to Tread: files opening `# Chapter One` were no chapters. Middlemarch:
+    `numbering: order` put the Finale first, and a card's `'blue ("Fred's face")'` (an
+    apostrophe YAML refuses in single quotes) was read as `blue ("Fred`."""
+    angels = tmp_path / "angels"
+    (angels / "angels").mkdir(parents=True)
+    for n, word in enumerate(("One", "Two", "THREE"), start=1):
+        (angels / "angels" / f"wa_ch{n:02d}.md").write_text(f"# Chapter {word}\n\nText.\n")
+    layout = detect_layout(Workspace(angels))
+    assert layout.unit == "chapter"
+    assert [u.path for u in layout.units] == [f"angels/wa_ch0{n}.md" for n in (1, 2, 3)]
+
+    book = tmp_path / "middlemarch"
+    for path in ("M/Prelude.md", "M/Book I/Chapter 01.md", "M/Book II/Chapter 02.md"):
+        (book / path).parent.mkdir(parents=True, exist_ok=True)
+        (book / path).write_text("# Text\n\nWords.\n")
+    (book / "M/Finale.md").write_text("# Finale\n\nWords.\n")
+    (book / ".control-room").mkdir()
+    declared = ["M/Prelude.md", "M/Book */Chapter *.md", "M/Finale.md"]
+    (book / ".control-room/workspace.json").write_text(
+        json.dumps({"units": declared, "numbering": "order"})
+    )
+    units = detect_layout(Workspace(book)).units
+    assert [(u.number, u.path) for u in units] == [
+        (1, "M/Prelude.md"),
+        (2, "M/Book I/Chapter 01.md"),
+        (3, "M/Book II/Chapter 02.md"),
+        (4, "M/Finale.md"),
+    ]
+
+    card = parse_card(
+        "Cast/fred.md", "---\nname: Fred Vincy\neyes: 'blue (\"Fred's face\")'\n---\n"
+    )
+    assert card.attributes["eyes"] == 'blue ("Fred\'s face")'

@@ -85,7 +85,15 @@ _BOOKS_OWN_MATTER = re.compile(
     r"author'?s?['’]?\s+note|postscript|afterword)\b",
     re.IGNORECASE,
 )
-_CHAPTER_HEADING = re.compile(r"^\s*#{0,6}\s*(?:chapter|chap\.|ch\.)\s*[0-9ivxlc]", re.IGNORECASE)
+#: A chapter's number in words: "Chapter One", "CHAPTER TWENTY-TWO", "Chapter the First".
+_NUMBER_IN_WORDS = (
+    r"(?:the\s+)?(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|first|second|"
+    r"third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth)\b"
+)
+_CHAPTER_HEADING = re.compile(
+    rf"^\s*#{{0,6}}\s*(?:chapter|chap\.|ch\.)\s*(?:[0-9ivxlc]|{_NUMBER_IN_WORDS})", re.IGNORECASE
+)
 #: A book's own divisions, numbered: "Part 1", "Book Two", "Volume III" hold its chapters.
 _PART_DIR = re.compile(
     r"^(?:part|book|volume|vol)[\s_\-.]*(?:the\s+)?(?:\d+|[ivxlc]+|one|two|three|four|five|six|seven|"
@@ -128,7 +136,8 @@ class LayoutSpec(BaseModel):
     )
     numbering: Literal["front_matter", "filename", "title", "order"] = Field(
         default="filename",
-        description="Where a unit's number comes from; `order` numbers units 1, 2, 3 by path.",
+        description="Where a unit's number comes from; `order` numbers units 1, 2, 3 in the "
+        "order of the `units` patterns (each pattern's files by folder and path).",
     )
     exclude: list[str] = Field(default_factory=list, description="Glob patterns to leave out.")
     narrator: str | None = Field(
@@ -331,15 +340,28 @@ def _finished(
     )
 
 
-def _ordered(units: list[Unit], warnings: list[str], by_order: bool = False) -> tuple[Unit, ...]:
+def _ordered(
+    units: list[Unit], warnings: list[str], declared: list[str] | None = None
+) -> tuple[Unit, ...]:
+    """Units in reading order. With `declared` (`numbering: order`), numbered 1, 2, 3 in
+    the order of those patterns: `["Prelude.md", "Book */*.md", "Finale.md"]` puts the
+    prelude first; within a pattern, by folder and path."""
     numbers = [u.number for u in units if u.number is not None]
     rank = _folder_ranks(units)
+    by_order = declared is not None
     if by_order or len(numbers) != len(set(numbers)) or len(numbers) != len(units):
         if numbers and not by_order:
             warnings.append(
                 "unit numbers are missing or repeated; units are numbered by their order"
             )
-        ordered = sorted(units, key=lambda u: (rank[_folder(u.path)], natural_key(u.path)))
+        ordered = sorted(
+            units,
+            key=lambda u: (
+                _pattern_index(u.path, declared or []),
+                rank[_folder(u.path)],
+                natural_key(u.path),
+            ),
+        )
         return tuple(Unit(u.path, i, u.title) for i, u in enumerate(ordered, start=1))
     return tuple(
         sorted(units, key=lambda u: (rank[_folder(u.path)], u.number or 0, natural_key(u.path)))
@@ -412,6 +434,11 @@ def _glob(paths: list[str], patterns: list[str]) -> list[str]:
     return [p for p in paths if any(fnmatch.fnmatch(p, pat) for pat in patterns)]
 
 
+def _pattern_index(path: str, patterns: list[str]) -> int:
+    """The place of the first of `patterns` that `path` matches (0 when none is given)."""
+    return next((i for i, pat in enumerate(patterns) if fnmatch.fnmatch(path, pat)), 0)
+
+
 def declared_layout(workspace: Workspace) -> LayoutSpec | None:
     path = workspace.root / LAYOUT_FILE
     if not path.is_file():
@@ -475,7 +502,7 @@ def _detect_layout(workspace: Workspace) -> Layout:
         declared = Layout(
             "declared",
             spec.unit if "unit" in spec.model_fields_set else _unit_by_titles(units),
-            _ordered(units, warnings, by_order=spec.numbering == "order"),
+            _ordered(units, warnings, spec.units if spec.numbering == "order" else None),
             outline,
             tuple(sorted(canon)),
             tuple(p for p in paths if p not in taken),

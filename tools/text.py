@@ -117,7 +117,12 @@ def _yaml_scalar(raw: str) -> str:
     (`eyes: dark  # 'so dark-eyed' (I.2)` is "dark")."""
     value = raw.strip()
     quoted = _SINGLE_QUOTED.match(value) or _DOUBLE_QUOTED.match(value)
-    if quoted is not None:
+    rest = value[quoted.end() :].strip() if quoted is not None else ""
+    if rest and not rest.startswith("#") and len(value) > 1 and value[-1] == value[0]:
+        # 'blue ("Fred's blond face")': an apostrophe inside single quotes not doubled, which
+        # YAML refuses; the writer meant the whole value, not "blue (\"Fred"
+        return value[1:-1].replace("''", "'") if value[0] == "'" else value[1:-1]
+    if quoted is not None and (not rest or rest.startswith("#")):
         body = quoted.group(1)
         if value[0] == "'":
             return body.replace("''", "'")  # YAML's one escape in single quotes
