@@ -1945,3 +1945,22 @@ def test_a_saints_title_or_a_title_alone_is_nobody_else_in_view() -> None:
         "eyes inspire anything but confidence.\n"
     )
     assert conflicts(portrait, slope) == ["Obadiah Slope:eyes:pale-brown"]
+
+
+def test_a_hand_used_for_everything_or_as_left_handed_men_do_is_the_hand() -> None:
+    """Three ways of saying which hand someone uses that were passed over: "for
+    everything", "as left-handed men do" (the doer is granted to be one), "a southpaw"."""
+    mary = "# Mary Dunstan\n- **Aliases:** Mary\n- **Pronouns:** she\n- **Handedness:** right\n"
+    john = (
+        "# John Harlow\n- **Aliases:** John, Harlow\n- **Pronouns:** he\n- **Handedness:** right\n"
+    )
+    assert conflicts("Mary used her left hand for everything.\n", mary) == [
+        "Mary Dunstan:handedness:left hand, by habit"
+    ]
+    assert conflicts("John ate with his left hand, as left-handed men do.\n", john) == [
+        "John Harlow:handedness:left-handed"
+    ]
+    assert conflicts("Harlow was a southpaw.\n", john) == ["John Harlow:handedness:southpaw"]
+    # one use is not a habit, and a comparison with others is not a concession
+    assert conflicts("Mary signed the letter with her left hand.\n", mary) == []
+    assert conflicts("John was not, as left-handed men are said to be, clumsy.\n", john) == []

@@ -94,7 +94,7 @@ _RELATIVE_HEIGHT = {
 }
 _HEIGHT_NORMS = frozenset("middle common ordinary average usual medium".split())
 #: Values that are nouns of their own: "a natural left-hander".
-_VALUE_NOUNS = frozenset("left-hander right-hander".split())
+_VALUE_NOUNS = frozenset("left-hander right-hander southpaw".split())
 _NUMBERS = {
     w: n
     for n, w in enumerate(
@@ -217,7 +217,7 @@ _AFTER_A_DEED = frozenset("and as like with when because for".split())
 #: Words that make a hand's use a habit: "as always", "for he used no other".
 _HABITUAL = frozenset(
     "always ever invariably habitually habit wont naturally other custom trick favoured "
-    "favored preferred".split()
+    "favored preferred everything".split()
 )
 _HABIT_WORDS = 8
 #: Why someone may use the other hand for once.
@@ -339,7 +339,9 @@ _ASIDE_WORDS_MAX = 5
 #: four, and stout, I".
 _OPENING_WORDS = 12
 _MODALS = frozenset("must does do will would should can could may might".split())
-_HANDS = frozenset("left-handed right-handed left-hander right-hander ambidextrous".split())
+_HANDS = frozenset(
+    "left-handed right-handed left-hander right-hander southpaw ambidextrous".split()
+)
 #: Nouns of grown people: "a little old gentleman" is a short one.
 _GROWN_NOUNS = frozenset("man woman gentleman lady personage".split())
 _INTENSIFIERS = frozenset("very so remarkably exceedingly extremely".split())
@@ -2805,13 +2807,15 @@ class _Context:
         return None
 
     def _as_one_must(self, tokens: list[_Tok], as_at: int, value_at: int) -> bool:
-        """Whether "as a <value> man must" (or does, would) runs from `as_at` over the value
-        at `value_at`: a concession about the doer, not a comparison."""
-        if tokens[as_at + 1].low not in ("a", "an") or as_at + 1 >= value_at:
+        """Whether "as a <value> man must" (or does, would), or "as <value> men do", runs
+        from `as_at` over the value at `value_at`: a concession about the doer, not a
+        comparison."""
+        generic = as_at + 1 == value_at  # "as left-handed men do": no article, a plural
+        if not generic and (tokens[as_at + 1].low not in ("a", "an") or as_at + 1 >= value_at):
             return False
         noun = value_at + 1
         while noun < len(tokens) and noun - value_at <= _ATTRIBUTIVE_ADJECTIVES_MAX + 1:
-            if tokens[noun].low in _PERSON_NOUNS:
+            if tokens[noun].low in (_GENERIC_KINDS if generic else _PERSON_NOUNS):
                 break
             noun += 1
         else:
@@ -3689,6 +3693,8 @@ _CLAUSE_OPENS = re.compile(r"(?:[,;]\s*(?:and|but)|;)$")
 _ENTERING = frozenset("appeared entered stood emerged reappeared".split())
 #: What may follow a name set beside a description: "A dark-haired girl, Mary Dunstan,".
 _CLOSES_A_NAME = re.compile(r"\s*(?:[,;.!?)]|--|—|–)")
+#: The plural nouns of "as left-handed men do".
+_GENERIC_KINDS = frozenset("men women people folk folks persons".split())
 #: Words that open a noun phrase.
 _DETERMINERS = frozenset(
     "a an the his her its their my our your this that these those some any every each".split()

@@ -230,6 +230,7 @@ HANDEDNESS = FactKind(
             "right-handed": "right",
             "left-hander": "left",
             "right-hander": "right",
+            "southpaw": "left",
             "ambidextrous": "left right",
             "left": "left",
             "right": "right",
@@ -370,6 +371,7 @@ PREDICATE_WORDS: dict[str, FactKind] = {
     "right-handed": HANDEDNESS,
     "left-hander": HANDEDNESS,
     "right-hander": HANDEDNESS,
+    "southpaw": HANDEDNESS,
     "ambidextrous": HANDEDNESS,
     # "Minnie was a brunette", "Lady Constance, a blonde,"; never "fair" or "dark", which
     # are as often the skin
