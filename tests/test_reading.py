@@ -1964,3 +1964,77 @@ def test_a_hand_used_for_everything_or_as_left_handed_men_do_is_the_hand() -> No
     # one use is not a habit, and a comparison with others is not a concession
     assert conflicts("Mary signed the letter with her left hand.\n", mary) == []
     assert conflicts("John was not, as left-handed men are said to be, clumsy.\n", john) == []
+
+
+def test_he_or_she_in_speech_is_the_one_the_speech_names() -> None:
+    """In speech, "he", "she" and "her" mean the one person of that sex the speech has
+    named: in an earlier sentence of it, or before the tag that breaks it."""
+    assert conflicts("“I saw Mary today. Her hair is black.”\n", MARY) == [
+        "Mary Dunstan:hair:black"
+    ]
+    assert conflicts("“I know John Harlow well; he is a tall man,” said Mary.\n", HARLOW) == [
+        "John Harlow:height:tall"
+    ]
+    harlow_hair = HARLOW + "- **Hair:** red\n"
+    said = "“That Harlow,” said Tom, “with his black hair and his airs!”\n"
+    assert conflicts(said, harlow_hair) == ["John Harlow:hair:black"]
+    # the one spoken to in an earlier sentence is not the one meant; two named, nobody
+    mary_called = "“You should know, Mary. Anne, poor creature, with her black hair, was right.”\n"
+    assert conflicts(mary_called, MARY) == []
+    two = "“I saw Mary and Anne Lee today. Her hair is black.”\n"
+    anne = "# Anne Lee\n- **Aliases:** Anne\n- **Pronouns:** she\n"
+    assert conflicts(two, MARY, anne) == []
+
+
+def test_a_name_two_people_go_by_is_read_as_neither(tmp_path: Path) -> None:
+    """The Rainbow: father and son are both "Tom Brangwen" (the son's card "Tom Brangwen
+    the younger"); "Tom, the elder brother, … his hazel eyes" was a finding on the father.
+    A name a second card begins, set apart only by a qualifier, names neither; a plain
+    first name another card shares ("John" beside "John Fry") is still the card's own."""
+    father = "# Tom Brangwen\n- **Aliases:** Tom\n- **Pronouns:** he\n- **Eyes:** blue\n"
+    son = "# Tom Brangwen the younger\n- **Aliases:** young Tom\n- **Pronouns:** he\n"
+    text = "“What were you laughing for?” asked Tom, the elder brother, his hazel eyes bright.\n"
+    assert conflicts(text, father, son) == []
+    cast = build_cast([parse_card("People/f.md", father), parse_card("People/s.md", son)])
+    assert cast.shared == {
+        "Tom Brangwen": "Tom Brangwen the younger",
+        "Tom": "Tom Brangwen the younger",
+    }
+    # someone is in view all the same: "his" is not pinned on the one named before
+    will = "# Will Brangwen\n- **Aliases:** Will\n- **Pronouns:** he\n- **Eyes:** brown\n"
+    gloomy = "Will went to see Anna. Tom Brangwen was gloomy, his blue eyes sombre.\n"
+    assert conflicts(gloomy, father, son, will) == []
+    ridd = "# John Ridd\n- **Aliases:** John\n- **Pronouns:** he\n- **Height:** tall\n"
+    fry = "# John Fry\n- **Pronouns:** he\n"
+    assert build_cast([parse_card("a.md", ridd), parse_card("b.md", fry)]).shared == {}
+    assert conflicts("John was a short man.\n", ridd, fry) == ["John Ridd:height:short"]
+    # the check says which names it read as neither, and the summary agents read says so
+    (tmp_path / "People").mkdir()
+    (tmp_path / "People/f.md").write_text(father)
+    (tmp_path / "People/s.md").write_text(son)
+    (tmp_path / "ch.md").write_text("Tom, the elder brother, had hazel eyes.\n")
+    result = TOOLS.execute(
+        "consistency_checker",
+        {"scene_paths": ["ch.md"], "canon_paths": ["People/f.md", "People/s.md"]},
+        Workspace(tmp_path),
+    )
+    assert result.output["findings"] == []
+    assert result.output["names_read_as_neither"] == [
+        {"name": "Tom", "also_begins": "Tom Brangwen the younger"},
+        {"name": "Tom Brangwen", "also_begins": "Tom Brangwen the younger"},
+    ]
+    assert "~ Tom Brangwen (also Tom Brangwen the younger)" in result.summary
+
+
+def test_a_name_a_fronted_phrase_gives_is_not_the_subject_after_it() -> None:
+    """The Rainbow: "To Ursula she had always given pleasure" (she is Miss Inger) made
+    Ursula the "she" of the paragraph, and the next paragraph's "Her eyes were blue" hers.
+    And "he was not a little, fussy man" (petty) said nothing of a height."""
+    ursula = "# Ursula Brangwen\n- **Aliases:** Ursula\n- **Pronouns:** she\n- **Eyes:** brown\n"
+    text = (
+        "To Ursula she had always given pleasure, because of her clear appearance.\n\n"
+        "Her voice was just as ringing and clear. Her eyes were blue, clear, proud.\n"
+    )
+    assert conflicts(text, ursula) == []
+    harby = "# Mr. Harby\n- **Aliases:** Harby\n- **Pronouns:** he\n- **Height:** short\n"
+    assert conflicts("Harby came in. Yet he was not a little, fussy man.\n", harby) == []

@@ -333,6 +333,17 @@ class Cast:
     owner: dict[str, str]
     genders: dict[str, Gender | None]
     pattern: re.Pattern[str] | None
+    #: Names two people go by, read as neither (`shared_names`): each, with the longer name
+    #: of the other that begins with it ("Tom Brangwen" → "Tom Brangwen the younger").
+    shared: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def shared_pattern(self) -> re.Pattern[str] | None:
+        """The names two people go by (`shared`), longest first, as whole words."""
+        if not self.shared:
+            return None
+        names = sorted(self.shared, key=len, reverse=True)
+        return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
 
     @cached_property
     def key(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Gender | None], ...]]:
@@ -396,6 +407,14 @@ class Cast:
                 named.append((match.start(), match.end(), entity))
             elif (title := match.group("title").lower()) not in SAINT_TITLES:
                 strangers.append((match.start(), match.end(), HONORIFICS.get(title)))
+        if self.shared_pattern is not None:
+            # "Tom Brangwen", father and son: someone in view, but which of them no one knows
+            for match in self.shared_pattern.finditer(text):
+                if any(s < match.end() and match.start() < e for s, e in taken):
+                    continue
+                taken.append((match.start(), match.end()))
+                longer = self.shared[match.group(0)]
+                strangers.append((match.start(), match.end(), self.genders.get(self.owner[longer])))
         for match in _FULL_NAME.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
@@ -481,8 +500,38 @@ def build_cast(cards: Sequence[CanonCard]) -> Cast:
     for name, owners in derived.items():
         if name not in owner and len(owners) == 1:
             owner[name] = next(iter(owners))
+    shared = shared_names(owner)
+    for name in shared:
+        del owner[name]
     genders = {card.name: card.gender for card in cards}
-    return Cast(owner, genders, _names_pattern(owner))
+    return Cast(owner, genders, _names_pattern(owner), shared)
+
+
+#: What sets a person's name apart from another's that it begins with: "Tom Brangwen the
+#: younger", "Mr. Osbaldistone senior", "Lord Durrisdeer (the old lord)", "Rudolf the
+#: Fifth", "Roger Hamley of Hamley" (not "John Fry" beside "John": another name).
+_QUALIFIER = re.compile(
+    r"\s+(?:\(|of\s|(?:the\s+)?(?:younger|elder|older|senior|junior|jr\b|sr\b|first|second|"
+    r"third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|[ivx]+\b))",
+    re.IGNORECASE,
+)
+
+
+def shared_names(owner: dict[str, str]) -> dict[str, str]:
+    """Names two people of the cast both go by: one card's name that another's begins
+    with, set apart only by a qualifier (father and son both "Tom Brangwen", the son's card
+    "Tom Brangwen the younger"), and every shorter name of the first that begins it too
+    ("Tom"). The text cannot say which of the two such a name means, so it is read as
+    neither: what is said of it is nobody's, and never a finding."""
+    shared: dict[str, str] = {}
+    for name, who in owner.items():
+        for longer, whom in owner.items():
+            if whom != who and longer.startswith(name) and _QUALIFIER.match(longer, len(name)):
+                shared[name] = longer
+                for shorter, also in owner.items():
+                    if also == who and name.startswith(shorter + " "):
+                        shared.setdefault(shorter, longer)
+    return shared
 
 
 #: Titles of rank: "Lady Catherine" is a lady, whatever else a Catherine of the cast is.

@@ -565,7 +565,11 @@ class _Reader:
                 # "“Well, don't go and make a piece of work …”" untagged, and nobody can tell
                 # who says it: the next paragraph's "During this speech she …" may be them
                 named |= {_STRANGER}
-            named_before.append(named | _spoken_of(block.text, voices.quotes))
+            named_before.append(
+                named
+                | _spoken_of(block.text, voices.quotes)
+                | _fronted_subjects(block.text, block_mentions, voices.quotes)
+            )
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             named_next = self._named_as_in_view(block_index + 1)  # once a paragraph
             for index in indexes:
@@ -678,7 +682,11 @@ class _Context:
                 if owner:
                     classes = predicate.classes(_COMPARATIVES.get(tok.low, tok.low))
                     words = tok.low
-                    if negated:
+                    if negated and tok.low == "little":
+                        # "he was not a little, fussy man": petty as often as small, so
+                        # denied it says nothing of a height
+                        classes = frozenset()
+                    elif negated:
                         classes, words = predicate.negated(classes), f"not {tok.low}"
                     if classes:
                         out.append(
@@ -2130,16 +2138,53 @@ class _Context:
 
     def _named_in_speech(self, gender: Gender | None, before: int) -> str | None:
         """ "her eyes" in speech: the one person of that gender named earlier in the same
-        speech, if there is exactly one."""
+        speech, if there is exactly one: in its earlier sentences too ("“I saw Mary today.
+        Her hair is black.”"), and before the tag that breaks it ("“That Harlow,” said Tom,
+        “with his black hair!”")."""
         quote = self.voices.quote_at(before)
         if quote is None or gender is None:
             return None
-        named = {
-            entity
-            for s, _, entity in self.mentions
-            if quote[0] <= s < before and _compatible(_gender_of(self.cast, entity), gender)
-        }
-        return next(iter(named)) if len(named) == 1 else None
+        start = self._speech_opening(quote)
+        earlier = [m for group, _, _ in self.history for m in group]
+        # this sentence's names first: "Marian, … Anne Catherick, poor creature, with her
+        # black hair": the one spoken to in an earlier sentence is not the one meant
+        for said in (self.mentions, earlier):
+            named = {
+                entity
+                for s, e, entity in said
+                if start <= s < before
+                and inside(self.quotes, s)
+                and not self._vocative(s, e)
+                and _compatible(_gender_of(self.cast, entity), gender)
+            }
+            if named:
+                return next(iter(named)) if len(named) == 1 else None
+        return None
+
+    def _vocative(self, start: int, end: int) -> bool:
+        """Whether the name at `start:end` in speech is one spoken to ("You should know,
+        Mary."; "Oh, Mary!"): set off by a comma or the quote's opening, and closed by
+        punctuation. The one spoken to is "you", not "she"."""
+        opened = self.text[max(0, start - 3) : start].rstrip()
+        return (not opened or opened[-1] in ",“‘\"'") and bool(
+            _VOCATIVE_CLOSE.match(self.text, end)
+        )
+
+    def _speech_opening(self, quote: tuple[int, int]) -> int:
+        """Where the speech holding `quote` opens: the quote before it, when only its tag
+        stands between ("“That Harlow,” said Tom, “with …”"), else the quote itself."""
+        before = [q for q in self.quotes if q[1] <= quote[0]]
+        if not before:
+            return quote[0]
+        gap = self.text[before[-1][1] : quote[0]]
+        words = [w.lower() for w in _WORD.findall(gap)]
+        if (
+            len(words) <= _TAG_WORDS
+            and any(w in SPEECH_VERBS for w in words)
+            and not _SENTENCE_END.search(gap)
+        ):
+            return before[-1][0]
+        return quote[0]
 
     def _clause_subject(self, tokens: list[_Tok], at: int, spoken: bool) -> str | None:
         j = self._before_relative(tokens, at)
@@ -2198,8 +2243,8 @@ class _Context:
             if tokens[j].low in ("her", "him") and tokens[j + 1].low == "as" and not spoken:
                 # "I remember her as a slim young woman, with black hair"
                 return self._resolve("she" if tokens[j].low == "her" else "he", tokens[j].start)
-            if tokens[j].low in _SUBJECTS and not spoken:
-                return self._resolve(_SUBJECTS[tokens[j].low], tokens[j].start)
+            if tokens[j].low in _SUBJECTS:
+                return self._subject_pronoun(tokens[j], spoken)
             if tokens[j].low in ("his", "her") and tokens[j + 1].low in _FIGURE_NOUNS:
                 # "his face was broad, with large blue eyes": the face's owner's
                 return self._possessor(tokens[j], spoken)
@@ -2681,8 +2726,8 @@ class _Context:
                 continue
             if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
                 return (self._person(word) if linked else None), negated
-            if word.low in _SUBJECTS and not spoken:
-                return (self._resolve(_SUBJECTS[word.low], word.start) if linked else None), negated
+            if word.low in _SUBJECTS:
+                return (self._subject_pronoun(word, spoken) if linked else None), negated
             if word.low == "be" and not (j and tokens[j - 1].low == "to"):
                 return None, False  # "will be tall": a prediction, not a description
             if word.low in _OBJECT_PRONOUNS and j and tokens[j - 1].low == "to":
@@ -2951,16 +2996,29 @@ class _Context:
             return entity
         if word.low in FIRST_PERSON or word.low in SECOND_PERSON:
             return self._person(word)
-        if word.low in _SUBJECTS and not spoken:
-            return self._resolve(_SUBJECTS[word.low], word.start)
+        if word.low in _SUBJECTS:
+            return self._subject_pronoun(word, spoken)
         return None
 
+    def _subject_pronoun(self, word: _Tok, spoken: bool) -> str | None:
+        """Whom "he", "she" or "they" as a subject means: in narration as `_resolve` says;
+        in speech "he" or "she" only, the one person of that sex the speech has named
+        ("“I know John Harlow well; he has blue eyes”")."""
+        gender = _SUBJECTS[word.low]
+        if not spoken:
+            return self._resolve(gender, word.start)
+        return self._named_in_speech(gender, word.start) if gender in ("he", "she") else None
+
     def _pronoun(self, word: _Tok, spoken: bool) -> str | None:
-        """ "he's", "she's" as a subject outside speech."""
+        """ "he's", "she's" as a subject (in speech, of the one the speech names)."""
         gender = _SUBJECTS.get(word.low.split("'")[0])
-        if gender is None or spoken:
+        if gender is None or (spoken and gender == "they"):
             return None
-        return self._resolve(gender, word.start)
+        return (
+            self._named_in_speech(gender, word.start)
+            if spoken
+            else self._resolve(gender, word.start)
+        )
 
     def _resolve(self, gender: Gender | None, before: int) -> str | None:
         """The one person a pronoun can mean: named earlier in this sentence, else in the
@@ -2972,6 +3030,9 @@ class _Context:
             # the phrase's "her" is its doer's, who is named after it, not the one surveyed
             return None
         clause = self._clause_start(before)
+        # "To Ursula she had always given pleasure": the one a phrase opening on a
+        # preposition names just before "she" is not she ("herself" would say so)
+        fronted = self._fronted_object(before)
         in_clause = {
             entity
             for s, e, entity in self.mentions
@@ -2979,6 +3040,7 @@ class _Context:
             and e <= before
             and not inside(self.quotes, s)
             and _compatible(_gender_of(self.cast, entity), gender)
+            and entity != fronted
         }
         if len(in_clause) == 1 and not self._second_person(gender, clause, before, self.mentions):
             # "his friend Mr. Darcy soon drew the attention of the room by his fine, tall
@@ -3015,7 +3077,11 @@ class _Context:
             # "So Solomon, holding his white head": someone without a card, doing what the
             # pronoun's phrase tells, is the one meant; nobody earlier is
             return None
-        here = ([m for m in self.mentions if m[1] <= before], self.sentence_start, before)
+        here = (
+            [m for m in self.mentions if m[1] <= before and m[2] != fronted],
+            self.sentence_start,
+            before,
+        )
         groups = (here, *reversed(self.history[-_SENTENCES_BACK:]))
         for nearest, (group, start, end) in enumerate(groups):
             told = [
@@ -3076,6 +3142,20 @@ class _Context:
             or self._carried(gender, before)
             or self._named_after(gender, before)
         )
+
+    def _fronted_object(self, before: int) -> str | None:
+        """Who a preposition names right before the subject "he" or "she" at `before`
+        ("To Ursula she had …", "With Tom, he went …"): someone the subject is not."""
+        if not _SUBJECT_PRONOUN_AT.match(self.text, before):
+            return None
+        for s, e, entity in self.mentions:
+            if (
+                e <= before
+                and not self.text[e:before].strip(" ,")
+                and _FRONTING_PREPOSITION.search(self.text, max(0, s - 10), s)
+            ):
+                return entity
+        return None
 
     def _in_opening_participle(self, gender: Gender | None, before: int) -> bool:
         """Whether the pronoun at `before` stands in the participle phrase a sentence opens
@@ -3522,6 +3602,26 @@ def _spoken_of(text: str, quotes: Sequence[tuple[int, int]]) -> frozenset[str]:
     return frozenset(spoken)
 
 
+def _fronted_subjects(
+    text: str, mentions: Sequence[tuple[int, int, str]], quotes: tuple[tuple[int, int], ...]
+) -> frozenset[str]:
+    """Someone unnamed the paragraph's narration makes a subject right after a phrase
+    naming another ("To Ursula she had always given pleasure"): a woman in play besides
+    Ursula, so the next paragraph's "Her eyes were blue" is not carried to Ursula alone."""
+    found: set[str] = set()
+    for start, end, _ in mentions:
+        if inside(quotes, start) or not _FRONTING_PREPOSITION.search(
+            text, max(0, start - 10), start
+        ):
+            continue
+        subject = _PRONOUN_AFTER_NAME.match(text, end)
+        if subject is not None:
+            found.add(_STRANGER + subject.group(1).lower())
+    return frozenset(found)
+
+
+#: A subject "he" or "she" right after a name: "To Ursula she had".
+_PRONOUN_AFTER_NAME = re.compile(r",?\s*([Hh]e|[Ss]he)\b")
 _SPOKEN_PRONOUNS: dict[str, re.Pattern[str]] = {
     "he": re.compile(r"\b(?:he|him|his|himself)\b", re.IGNORECASE),
     "she": re.compile(r"\b(?:she|her|hers|herself)\b", re.IGNORECASE),
@@ -3695,6 +3795,12 @@ _ENTERING = frozenset("appeared entered stood emerged reappeared".split())
 _CLOSES_A_NAME = re.compile(r"\s*(?:[,;.!?)]|--|—|–)")
 #: The plural nouns of "as left-handed men do".
 _GENERIC_KINDS = frozenset("men women people folk folks persons".split())
+#: What closes a name spoken to: "Mary," "Mary!" "Mary."
+_VOCATIVE_CLOSE = re.compile(r"\s*[,.!?;]")
+#: The longest speech tag between two quotes of one speech: "said Mr. Harlow, smiling".
+_TAG_WORDS = 6
+#: What ends a sentence between two quotes (so the second is a speech of its own).
+_SENTENCE_END = re.compile(r"[.!?]")
 #: Words that open a noun phrase.
 _DETERMINERS = frozenset(
     "a an the his her its their my our your this that these those some any every each".split()
@@ -3712,6 +3818,13 @@ _DARK_WITH_FEELING = re.compile(
     r"|\s+with\s+(?![\w\s]{0,20}\b(?:lashes|brows|eyebrows|lids)\b)"
 )
 #: A name in a preposition's phrase: "a quarter of an hour's start of Chauvelin".
+#: "he" or "she" as a whole word at a place.
+_SUBJECT_PRONOUN_AT = re.compile(r"(?:[Hh]e|[Ss]he)\b")
+#: A preposition opening a phrase before a name: "To Ursula", "with Tom".
+_FRONTING_PREPOSITION = re.compile(
+    r"(?:^|\s)(?:[Tt]o|[Ww]ith|[Ff]or|[Ff]rom|[Bb]eside|[Bb]ehind|[Nn]ear|[Ll]ike|[Uu]nlike|"
+    r"[Tt]owards?|[Aa]gainst|[Aa]mong)\s+$"
+)
 _AFTER_PREPOSITION = re.compile(r"\b(?:of|from|than|to|with|at|by|for)\s+$")
 #: After "little" or "small": a grown person's, granted ("little, though evidently full
 #: grown"), so a stature, not a child's size.

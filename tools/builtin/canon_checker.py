@@ -193,6 +193,13 @@ def canon_digest(cards: list[CanonCard], report: CanonReport) -> str:
     if unchecked:
         lines.append("Not checked:")
         lines.extend(f"~ {c.fact.line()}: {c.reason}" for c in unchecked)
+    if report.cast.shared:
+        # "Tom Brangwen" is the father's name and the son's: said, so no one wonders why
+        # nothing said of "Tom" was checked
+        lines.append("Names two people go by, read as neither:")
+        lines.extend(
+            f"~ {name} (also {longer})" for name, longer in sorted(report.cast.shared.items())
+        )
     if report.narrator:
         lines.append(f"Narrator: {report.narrator} ({report.narrator_source})")
     read = report.read_facts()

@@ -535,6 +535,11 @@ class ConsistencyChecker:
             "unchecked_descriptions": [
                 r for r in rows if not r["checked"] and describes_the_person(r["attribute"])
             ],
+            # "Tom Brangwen", father and son: nothing said of the name was checked, and why
+            "names_read_as_neither": [
+                {"name": name, "also_begins": longer}
+                for name, longer in sorted(report.cast.shared.items())
+            ],
             "pass": not findings,
         }
         variants = [f"! {f['message']}" for f in findings if f["type"] == "name_variant"]
