@@ -496,3 +496,38 @@ def test_round_fifteen_layouts_chapters_in_words_declared_order_and_a_stray_apos
         "Cast/fred.md", "---\nname: Fred Vincy\neyes: 'blue (\"Fred's face\")'\n---\n"
     )
     assert card.attributes["eyes"] == 'blue ("Fred\'s face")'
+
+
+def test_round_fifteen_parts_with_titles_numeral_headings_and_a_stray_front_file(
+    tmp_path: Path,
+) -> None:
+    """O Pioneers!: `Part 1 - The Wild Land/01.md` folders were not found; Rebecca of
+    Sunnybrook Farm: `Draft/` files headed `# XII. “SEE THE PALE MARTYR”` were scenes;
+    Vanity Fair: "Before the Curtain" among the chapters made every chapter a scene."""
+    pioneers = tmp_path / "pioneers"
+    for part, title in ((1, "The Wild Land"), (2, "Neighbouring Fields")):
+        folder = pioneers / "O Pioneers" / f"Part {part} - {title}"
+        folder.mkdir(parents=True)
+        for n in (1, 2):
+            (folder / f"{n:02d}.md").write_text(f"# {'I' * n}\n\nText.\n")
+    layout = detect_layout(Workspace(pioneers))
+    assert len(layout.units) == 4 and layout.unit == "chapter"
+
+    rebecca = tmp_path / "rebecca" / "Draft"
+    rebecca.mkdir(parents=True)
+    for n, title in enumerate(("“WE ARE SEVEN”", "REBECCA’S RELATIONS", "A DIFFERENCE"), 1):
+        (rebecca / f"{n:02d}-title.md").write_text(f"# {'I' * n}. {title}\n\nText.\n")
+    assert detect_layout(Workspace(rebecca.parent)).unit == "chapter"
+    # a first line in the first person is no numeral heading
+    scenes = tmp_path / "scenes" / "Draft"
+    scenes.mkdir(parents=True)
+    for n in range(1, 4):
+        (scenes / f"{n:02d}.md").write_text("I went out into the rain.\n")
+    assert detect_layout(Workspace(scenes.parent)).unit == "scene"
+
+    vanity = tmp_path / "vanity" / "Manuscript"
+    vanity.mkdir(parents=True)
+    (vanity / "VF-00-before-the-curtain.md").write_text("## Before the Curtain\n\nText.\n")
+    for n in range(1, 11):
+        (vanity / f"VF-{n:02d}-slug.md").write_text(f"## Chapter {n}: A Title\n\nText.\n")
+    assert detect_layout(Workspace(vanity.parent)).unit == "chapter"

@@ -2038,3 +2038,62 @@ def test_a_name_a_fronted_phrase_gives_is_not_the_subject_after_it() -> None:
     assert conflicts(text, ursula) == []
     harby = "# Mr. Harby\n- **Aliases:** Harby\n- **Pronouns:** he\n- **Height:** short\n"
     assert conflicts("Harby came in. Yet he was not a little, fussy man.\n", harby) == []
+
+
+def test_card_words_a_book_uses_for_colours_and_sizes_are_read() -> None:
+    """Round 15: "greyish" eyes, "smallish", "a pursy dwarf", "a huge, strong fellow of six
+    feet high", and "grey-headed" hair were outside the vocabulary; a card giving two
+    heights over the story's time agreed with every height, unsaid."""
+    from controlroom.tools.vocabulary import EYES, HAIR, checkability
+
+    assert EYES.card_classes("greyish, very clear") == {"grey"}
+    assert HAIR.card_classes("reddish") == {"red"}
+    assert HAIR.card_classes("reddish blonde") == {"blond"}  # a shade of blonde
+    assert HEIGHT.card_classes("smallish") == {"short"}
+    # in the text an "-ish" colour only leans: "his greenish eyes" against "light-gray"
+    assert EYES.classes("greenish") == frozenset()
+    assert HEIGHT.classes("a pursy dwarf") == {"short"}
+    assert HEIGHT.classes("a huge, strong fellow of six feet high") == {"tall"}
+    assert HAIR.classes("grey-headed") == {"grey"}
+    assert EYES.classes("grey-headed") == frozenset()  # the head's, not the eyes'
+    kind, why = checkability("height", "small for her age at ten; tall at seventeen")
+    assert kind is None and "two heights" in why
+
+
+def test_a_name_said_wrong_and_said_right_in_the_reply_is_no_slip(tmp_path: Path) -> None:
+    """The Rainbow: "'… a pinny for Miss Brangwin,' muttered the boy" is corrected in the
+    reply ("'Miss Brangwen!' laughed Miss Harby"); in narration it is a slip still."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        '# Chapter 1\n\n"Please, Mrs. Harby, Miss Harby wants a pinny for Miss Brangwin," '
+        'muttered the boy.\n\n"Miss Brangwen!" laughed Miss Harby.\n\nThen Brangwin came in.\n'
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Brangwen", "Harby"})
+    assert [(v["found"], v["line"]) for v in found] == [("Brangwin", 7)]
+
+
+def test_someone_unnamed_closing_a_paragraph_is_in_play_in_the_next() -> None:
+    """The Rainbow: "Skrebensky lingered by her. The man glanced up.¶ “Good evening,” he
+    called … He had blue eyes": the man on the barge, not Skrebensky."""
+    anton = "# Anton Skrebensky\n- **Aliases:** Skrebensky\n- **Pronouns:** he\n- **Eyes:** grey\n"
+    text = (
+        "Ursula lingered to look. Skrebensky lingered by her. The man glanced up.\n\n"
+        "“Good evening,” he called, half impudent. He had blue eyes which glanced "
+        "impudently from his grimy face.\n"
+    )
+    assert conflicts(text, anton) == []
+    named = "Ursula lingered to look. Skrebensky lingered by her.\n\nHe had blue eyes.\n"
+    assert conflicts(named, anton) == ["Anton Skrebensky:eyes:blue"]
+
+
+def test_a_name_said_in_full_for_a_cards_elided_one_is_no_slip(tmp_path: Path) -> None:
+    """Uncle Tom's Cabin: "Masir" in dialect speech for a card's "Mas’r"."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\n“Dat ar Tom’s gwine to make trouble, Masir,” said Sambo.\n\n"
+        "Masir came in.\n"
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Mas’r", "Tom"})
+    assert [(v["found"], v["line"]) for v in found] == [("Masir", 5)]

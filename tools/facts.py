@@ -569,6 +569,7 @@ class _Reader:
                 named
                 | _spoken_of(block.text, voices.quotes)
                 | _fronted_subjects(block.text, block_mentions, voices.quotes)
+                | _unnamed_subjects(block.text, voices.quotes)
             )
             history: list[tuple[list[tuple[int, int, str]], int, int]] = []
             named_next = self._named_as_in_view(block_index + 1)  # once a paragraph
@@ -3620,6 +3621,17 @@ def _fronted_subjects(
     return frozenset(found)
 
 
+def _unnamed_subjects(text: str, quotes: tuple[tuple[int, int], ...]) -> frozenset[str]:
+    """Someone unnamed a sentence of the paragraph's narration opens on ("The man glanced
+    up."): a man in play besides the one it names, so the next paragraph's "“Good
+    evening,” he called … He had blue eyes" is not carried to the named one."""
+    found: set[str] = set()
+    for gender, pattern in _UNNAMED_SUBJECT.items():
+        if any(not inside(quotes, m.start()) for m in pattern.finditer(text)):
+            found.add(_STRANGER + gender)
+    return frozenset(found)
+
+
 #: A subject "he" or "she" right after a name: "To Ursula she had".
 _PRONOUN_AFTER_NAME = re.compile(r",?\s*([Hh]e|[Ss]he)\b")
 _SPOKEN_PRONOUNS: dict[str, re.Pattern[str]] = {
@@ -3734,6 +3746,13 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
 #: (a plural is not: "the girls would comment on her dress").
 _ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
     sex: _any_word(words) for sex, words in _ONE_UNNAMED.items()
+}
+#: A sentence opening on someone unnamed: "The man glanced up", "A woman bustled out".
+_UNNAMED_SUBJECT: dict[str, re.Pattern[str]] = {
+    sex: re.compile(
+        r"(?:^|[.!?]\s+)(?:The|A|An)\s+(?:[a-z]+,?\s+){0,2}(?:" + "|".join(words.split()) + r")\b"
+    )
+    for sex, words in _ONE_UNNAMED.items()
 }
 #: "She was a very pretty girl": the noun says what the pronoun's person is, not who else
 #: is there.
@@ -3963,7 +3982,7 @@ def find_conflicts_in(
 ) -> tuple[list[Conflict], list[Statement]]:
     """Contradictions of checkable facts, and every statement that agrees with one."""
     wanted = {
-        (c.fact.entity, c.kind.attribute): (c, c.kind.classes(c.fact.value))
+        (c.fact.entity, c.kind.attribute): (c, c.kind.card_classes(c.fact.value))
         for c in checks
         if c.kind is not None
     }

@@ -68,8 +68,11 @@ class FactKind:
         if word in self.values:
             return self.values[word]
         parts = word.split("-")
-        if len(parts) > 1 and parts[-1] in _OTHER_FEATURES and parts[-1] not in self.suffixes:
-            return frozenset()  # "black-lashed eyes": the lashes are black, not the eyes
+        own = (*self.suffixes, "headed") if self.attribute == "hair" else self.suffixes
+        if len(parts) > 1 and parts[-1] in _OTHER_FEATURES and parts[-1] not in own:
+            # "black-lashed eyes": the lashes are black, not the eyes ("grey-headed" on a
+            # card is the hair's colour)
+            return frozenset()
         return self._words_classes(parts)
 
     def _words_classes(self, words: list[str]) -> frozenset[str]:
@@ -112,10 +115,34 @@ class FactKind:
             return frozenset((stated or set(self.all_classes)) - ruled_out)
         return frozenset(stated)
 
+    def card_classes(self, value: str) -> frozenset[str]:
+        """The classes a card's value states: as `classes`, and a word that leans to a
+        colour or a size ("greyish, very clear", "smallish") as that colour or size. Only
+        on a card, where the writer chose the word: in the text "his greenish eyes" only
+        leans, and says nothing against "light-gray" (an "-ish" word beside a colour, as in
+        "reddish blonde", only shades it)."""
+        words = re.findall(r"[a-z]+", value.lower())
+        leaning = " ".join(
+            _leaned_to(word, self.values)
+            if n + 1 == len(words) or not self.word_classes(words[n + 1])
+            else word
+            for n, word in enumerate(words)
+        )
+        return self.classes(leaning) if leaning != " ".join(words) else self.classes(value)
+
     def negated(self, classes: frozenset[str]) -> frozenset[str]:
         """What "not <classes>" leaves: the rest of the scale, or nothing for a kind whose
         values do not partition one."""
         return self.all_classes - classes if self.negatable else frozenset()
+
+
+def _leaned_to(word: str, values: dict[str, frozenset[str]]) -> str:
+    """ "greyish" → "grey", "reddish" → "red", "bluish" → "blue", "smallish" → "small";
+    any other word as it is."""
+    if not word.endswith("ish") or len(word) <= 5:
+        return word
+    stem = word[:-3]
+    return next((base for base in (stem, stem + "e", stem[:-1]) if base in values), word)
 
 
 def _classes(table: dict[str, str]) -> dict[str, frozenset[str]]:
@@ -301,7 +328,8 @@ def _height_idioms(phrase: str) -> str:
 
     phrase = _ABOUT_NORM.sub(norm, phrase)
     phrase = _AT_NORM.sub("middle", phrase)
-    phrase = _FEET.sub(feet, phrase)
+    # spaced: "a fellow of six feet high" is "a fellow of tall", not "a fellow oftall"
+    phrase = _FEET.sub(lambda found: f" {feet(found)} ", phrase)
     # "of great stature", "of small stature": the stature's own adjective
     phrase = re.sub(r"\b(?:great|lofty|high)\s+(?:stature|height)\b", "tall", phrase)
     return re.sub(r"\b(tall|short)ish\b", r"\1", phrase)
@@ -324,6 +352,7 @@ HEIGHT = FactKind(
             "short": "short",
             "shortest": "short",
             "diminutive": "short",
+            "dwarf": "short",
             "small": "short",
             "little": "short",
             "tiny": "short",
@@ -450,9 +479,14 @@ def checkability(attribute: str, value: str) -> tuple[FactKind | None, str]:
         reason = _NOT_CHECKABLE_REASONS.get(attribute.strip().lower())
         checkable = ", ".join(sorted({k.attribute for k in KINDS}))
         return None, reason or f"no check for '{attribute}' (checkable: {checkable})"
-    if not kind.classes(value):
+    classes = kind.card_classes(value)
+    if not classes:
         # the words a card would use: no compounds, no superlatives ("bluest")
         card_words = (w for w in kind.values if "-" not in w and not w.endswith("est"))
         known = ", ".join(sorted(card_words)[:12])
         return None, f"value '{value}' is not in the {kind.attribute} vocabulary ({known}, ...)"
+    if kind.negatable and {"short", "tall"} <= classes:
+        # "small for her age at ten; tall at seventeen": two heights over the story's time,
+        # so any height agrees with the card; said, not passed
+        return None, f"value '{value}' gives two heights (short and tall); not checked"
     return kind, "checked"

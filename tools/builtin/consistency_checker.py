@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -21,7 +22,7 @@ from controlroom.tools.builtin.canon_checker import (
 )
 from controlroom.tools.canon import HONORIFICS
 from controlroom.tools.layout import detect_layout
-from controlroom.tools.text import quoted_spans, read_document
+from controlroom.tools.text import Block, quoted_spans, read_document
 from controlroom.tools.vocabulary import describes_the_person
 from controlroom.tools.wordlist import derives_words, is_common_word, is_place_name
 from controlroom.tools.workspace import Workspace
@@ -255,6 +256,17 @@ def _set_beside(sentence: str, word: str, name: str) -> bool:
     return bool(re.search(rf"\b{a}{between}{b}\b|\b{b}{between}{a}\b", sentence))
 
 
+def _speech_after(blocks: Sequence[Block], index: int, after: int) -> str:
+    """The speech of the rest of paragraph `index` after offset `after`, and of the next
+    paragraph: what is said in reply to a speech."""
+    rest = blocks[index].text[after:]
+    spans = [rest[a:b] for a, b in quoted_spans(rest)]
+    if index + 1 < len(blocks):
+        following = blocks[index + 1].text
+        spans += [following[a:b] for a, b in quoted_spans(following)]
+    return " ".join(spans)
+
+
 def _vowel_shifted(found: str, name: str) -> bool:
     """One vowel for another, all else alike: how a dialect says a name ("Larna" for
     "Lorna"), read as a slip only in narration."""
@@ -377,7 +389,7 @@ def name_variants(
     person's title and name, or a spelling the writer listed as intended."""
     book = _NameBook.of(known, ignored or [])
     seen: Counter[str] = Counter()
-    where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool, str | None]]] = {}
+    where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool, str | None, str]]] = {}
     lowercase: set[str] = set()
     #: Words the book lists beside names no card has: someone else's name, wherever used.
     listed: set[str] = set()
@@ -431,8 +443,20 @@ def name_variants(
                     speech[sentence.block] = quoted_spans(block.text)
                 quote = next(((a, b) for a, b in speech[sentence.block] if a <= at < b), None)
                 spoken = block.text[quote[0] : quote[1]] if quote else None
+                # what is said next, for a name said wrong and then said right in reply
+                reply = _speech_after(doc.blocks, sentence.block, quote[1]) if quote else ""
                 where.setdefault(word, []).append(
-                    (path, block.line_at(at), sentence.text, titled, opens, named, other, spoken)
+                    (
+                        path,
+                        block.line_at(at),
+                        sentence.text,
+                        titled,
+                        opens,
+                        named,
+                        other,
+                        spoken,
+                        reply,
+                    )
                 )
     findings = []
     for word, count in sorted(seen.items()):
@@ -466,7 +490,9 @@ def name_variants(
             # "Mas’r Georgey" for a card's George, "Liza" for a card's Eliza (and its
             # "Lizy"): a name's own pet or short form, where no card spells one otherwise
             continue
-        for path, line, text, titled, opens, named, other, spoken in where[word] if near else []:
+        for path, line, text, titled, opens, named, other, spoken, reply in (
+            where[word] if near else []
+        ):
             if other or not _slip(book, word, near[0], titled, opens, named):
                 continue
             if _set_beside(text, word, near[0]):
@@ -477,13 +503,22 @@ def name_variants(
                 # "'cud a' dood it. Now thee shalt have Larna'": a dialect speaker's own
                 # sound of "Lorna"; in plain speech ("my sister Graca") a slip still
                 continue
+            if spoken and re.search(rf"\b{re.escape(near[0])}\b", reply):
+                # "'… a pinny for Miss Brangwin,' muttered the boy.¶ 'Miss Brangwen!' laughed
+                # Miss Harby": said wrong, and said right in the reply
+                continue
             if spoken and _stretched(word):
                 # "I'll tell you, Carrrie": drawn out in speech; "with Suzannne" in
                 # narration is a slip still
                 continue
-            if _elided(word, near[0]) or (spoken and _drawled(word, near[0])):
+            if (
+                _elided(word, near[0])
+                or (spoken and _elided(near[0], word))
+                or (spoken and _drawled(word, near[0]))
+            ):
                 # "the Master o’ Ball’ntrae", "“Come, come, Hairry lad,” says he, with a broad
-                # accent": the name as it is said; "Hairry" in narration is a slip still
+                # accent": the name as it is said; "Hairry" in narration is a slip still. And
+                # the other way, in speech: "Masir" said in full for a card's "Mas’r"
                 continue
             if spoken and _folksy_ending(word, near[0]):
                 # "people like Ezry Stowbody": a name's last "a" said "y" in speech
