@@ -29,6 +29,17 @@ CLI = str(Path(sys.executable).parent / "controlroom")
 TASK = "check consistency of the whole book"
 
 
+def _around(finding: dict[str, str], width: int = 120) -> str:
+    """The finding's sentence, cut to `width` characters around the words it rests on (a
+    long sentence's opening may be far from them)."""
+    sentence = " ".join(finding.get("sentence", "").split())
+    at = sentence.find(finding.get("quote", "")) if finding.get("quote") else -1
+    if len(sentence) <= width or at < width // 2:
+        return sentence[:width]
+    start = min(at - width // 2, len(sentence) - width)
+    return "…" + sentence[start : start + width]
+
+
 def check(workspace: Path) -> dict[str, object]:
     started = time.perf_counter()
     ran = subprocess.run(
@@ -91,7 +102,7 @@ def main() -> None:
         print(f"{workspace.name:<16} {units:>5} {cards:>5} {len(findings):>8} "
               f"{facts['confirmed']:>9} {facts['not stated']:>10} {facts['contradicted']:>12} "
               f"{facts['not checkable']:>13} {result['seconds']:>7.1f}")  # fmt: skip
-        details += [f"  {workspace.name}: {f['message']}  ({f.get('sentence', '')[:120]})"
+        details += [f"  {workspace.name}: {f['message']}  ({_around(f)})"
                     for f in findings]  # fmt: skip
         if ns.facts:
             fact_lines += [_fact_line(workspace.name, f) for f in report["facts"]]

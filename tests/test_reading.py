@@ -2097,3 +2097,45 @@ def test_a_name_said_in_full_for_a_cards_elided_one_is_no_slip(tmp_path: Path) -
     )
     found = name_variants(Workspace(tmp_path), ["ch.md"], {"Mas’r", "Tom"})
     assert [(v["found"], v["line"]) for v in found] == [("Masir", 5)]
+
+
+def test_what_a_sixteenth_audit_read_wrongly_is_no_finding() -> None:
+    """Round 16: a claim the narrator corrects ("Phineas had declared … that Lady Laura was
+    six feet high"), a short speech ("made his speech,--and though he was short"), a want
+    ("never quite tall enough", "half an inch too short") and a childhood ("I was little for
+    fourteen years") said nothing of a height."""
+    laura = (
+        "# Lady Laura Standish\n- **Aliases:** Lady Laura\n- **Pronouns:** she\n"
+        "- **Height:** middle\n"
+    )
+    phineas = (
+        "# Phineas Finn\n- **Aliases:** Phineas, Mr. Finn\n- **Pronouns:** he\n- **Height:** tall\n"
+    )
+    monk = "# Mr. Monk\n- **Pronouns:** he\n- **Height:** tall\n"
+    anne = "# Anne Shirley\n- **Aliases:** Anne\n- **Pronouns:** she\n- **Height:** tall\n"
+    claim = "Phineas had declared at Killaloe that Lady Laura was six feet high.\n"
+    assert conflicts(claim, laura, phineas) == []
+    speech = "Mr. Monk made his speech,--and though he was short, he was very fiery.\n"
+    assert conflicts(speech, monk) == []
+    want = "“Mr. Finn was never quite tall enough. Mr. Finn was just half an inch too short.”\n"
+    assert conflicts(want, phineas) == []
+    past = "“You see, I was little for fourteen years,” said Anne gaily.\n"
+    assert conflicts(past, anne) == []
+    # a stature told plainly still is, and "tall for her years" is one
+    assert conflicts("Mr. Monk was short and stout.\n", monk) == ["Mr. Monk:height:short"]
+    assert conflicts("Anne was short for her years.\n", anne) == ["Anne Shirley:height:short"]
+
+
+def test_a_section_cards_value_with_a_colon_and_scotts_words_are_read() -> None:
+    """Dombey and Son: `## Eyes` over `dark: "her … deep dark eyes" (ch. 1)` made an
+    attribute "dark"; Kenilworth's "sable" hair and "low of stature" were not read."""
+    card = parse_card(
+        "Dramatis Personae/florence.md",
+        '# Florence Dombey\n\n## Eyes\n\ndark: "her deep dark eyes" (ch. 1)\n\n'
+        "## Notes\n\nRole: daughter\n",
+    )
+    assert card.attributes == {"eyes": 'dark: "her deep dark eyes" (ch. 1)', "role": "daughter"}
+    from controlroom.tools.vocabulary import HAIR
+
+    assert HAIR.classes("sable") == {"black"}
+    assert HEIGHT.classes("low of stature") == {"short"}

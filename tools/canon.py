@@ -164,7 +164,7 @@ def parse_card(path: str, text: str) -> CanonCard:
         ends = (*block.breaks, len(block.text))
         rows = [block.text[start:end].strip() for start, end in zip(starts, ends, strict=True)]
         found = {**_table_attributes(rows), **_line_attributes(rows)}
-        if not found and section is not None:
+        if section is not None and (not found or _a_value_with_a_colon(section.text, found)):
             found = _section_attribute(section.text, block.text)
         for key, (value, row) in found.items():
             attributes[key] = value
@@ -267,6 +267,19 @@ def _is_prose(text: str) -> bool:
         if word.lower() not in _ABBREVIATIONS and not (len(word) == 1 and word.isupper()):
             return True
     return False
+
+
+def _a_value_with_a_colon(heading: str, found: dict[str, tuple[str, int]]) -> bool:
+    """Whether a `## Eyes` section's paragraph is its value though it reads as `key:
+    value` lines: `dark: "her … deep dark eyes" (ch. 1)` under `## Eyes` is the eyes' value,
+    not an attribute called "dark"."""
+    if heading.strip().rstrip(":").lower() not in _DESCRIBED:
+        return False
+    return not any(key in _DESCRIBED or key in _CARD_KEYS for key in found)
+
+
+#: Keys a card gives besides the described attributes, which a section may hold.
+_CARD_KEYS = frozenset("aliases alias pronouns type name role age kind".split())
 
 
 def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:

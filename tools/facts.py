@@ -79,7 +79,11 @@ _SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": "they"}
 _SUBJECT_LINKS = frozenset("with had has have having".split())
 #: Words that make what follows a wish or a supposition: "How I wished that I had blue eyes".
 _WISHES = frozenset(
-    "wish wished wishes wishing longed yearned if unless supposing suppose whether".split()
+    "wish wished wishes wishing longed yearned if unless supposing suppose whether "
+    # claims and fancies: "Phineas had declared at Killaloe that Lady Laura was six feet
+    # high … She was in fact about five feet seven"
+    "declared asserted swore sworn pretended fancied imagined alleged boasted claimed "
+    "maintained insisted protested".split()
 )
 #: How many words back in its clause a wish may stand: "How I wished, that evening, that I
 #: had blue eyes and golden hair".
@@ -238,7 +242,11 @@ _FEATURE_VERBS = frozenset("had fell hung curled lay grew".split())
 #: What holds for now after a word ("short enough myself at present"), a few words on.
 _FOR_NOW = re.compile(
     r"^(?:\W+\w+){0,3}?\W+(?:at\s+present|just\s+now|for\s+the\s+(?:present|moment)|"
-    r"this\s+(?:week|month|quarter))\b",
+    r"this\s+(?:week|month|quarter)|"
+    # "I was little for fourteen years": a stretch of time past, a childhood
+    # ("tall for his years" is a stature still)
+    r"for\s+(?:(?:many|some|several|a\s+few|[a-z]+teen|[a-z]+ty|one|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve|\d+)\s+(?:years|months|weeks|days)|a\s+long\s+time|ages))\b",
     re.IGNORECASE,
 )
 #: A clause of time past before a word: "when I was quite a", "when she was a very".
@@ -1289,6 +1297,16 @@ class _Context:
             return False
         if word == "short" and i and tokens[i - 1].low in _STOPPED_SHORT:
             return False  # "cutting short Mrs. Gibson's lamentations", "stopped short"
+        if word == "short" and _BRIEF_THINGS.search(
+            self.text, max(self.sentence_start, tokens[i].start - _BRIEF_REACH), tokens[i].start
+        ):
+            return False  # "Mr. Monk made his speech,--and though he was short": brief
+        if (i and tokens[i - 1].low == "too") or (
+            i + 1 < len(tokens) and tokens[i + 1].low == "enough"
+        ):
+            # "never quite tall enough", "half an inch too short": measured against a
+            # want, not a stature told
+            return False
         if word not in WEAK_HEIGHT_WORDS:
             return True
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -1326,7 +1344,7 @@ class _Context:
 
     def _for_now(self, tokens: list[_Tok], i: int) -> bool:
         """ "I'm short enough myself at present": a stature lasts; what holds for now is
-        money, time or patience."""
+        money, time or patience, and what held "for fourteen years" is a stretch gone by."""
         ahead = self.text[tokens[i].end : tokens[i].end + 40]
         return _FOR_NOW.match(ahead) is not None
 
@@ -3820,6 +3838,14 @@ _VOCATIVE_CLOSE = re.compile(r"\s*[,.!?;]")
 _TAG_WORDS = 6
 #: What ends a sentence between two quotes (so the second is a speech of its own).
 _SENTENCE_END = re.compile(r"[.!?]")
+#: How far before "short" a speech may stand for it to be the speech that is short.
+_BRIEF_REACH = 40
+#: What may be short besides a person: said of a speech, "short" is brief.
+_BRIEF_THINGS = re.compile(
+    r"\b(?:speech|speeches|sermon|address|answer|reply|letter|visit|stay|interview|story|"
+    r"conversation|notice|shrift|temper|commons|supply|breath)\b",
+    re.IGNORECASE,
+)
 #: Words that open a noun phrase.
 _DETERMINERS = frozenset(
     "a an the his her its their my our your this that these those some any every each".split()

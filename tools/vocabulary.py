@@ -201,6 +201,7 @@ HAIR = FactKind(
             "black": "black",
             "jet": "black",
             "raven": "black",
+            "sable": "black",  # Scott's word: "his sable locks"
             "ebony": "black",
             "dark": "black brown",
             "brown": "brown",
@@ -332,6 +333,8 @@ def _height_idioms(phrase: str) -> str:
     phrase = _FEET.sub(lambda found: f" {feet(found)} ", phrase)
     # "of great stature", "of small stature": the stature's own adjective
     phrase = re.sub(r"\b(?:great|lofty|high)\s+(?:stature|height)\b", "tall", phrase)
+    # Scott's "low of stature", "his stature low"
+    phrase = re.sub(r"\blow\s+(?:of|in)\s+stature\b|\bstature\s+(?:was\s+)?low\b", "short", phrase)
     return re.sub(r"\b(tall|short)ish\b", r"\1", phrase)
 
 
