@@ -2139,3 +2139,21 @@ def test_a_section_cards_value_with_a_colon_and_scotts_words_are_read() -> None:
 
     assert HAIR.classes("sable") == {"black"}
     assert HEIGHT.classes("low of stature") == {"short"}
+
+
+def test_a_he_who_acted_on_the_one_named_goes_on_being_he() -> None:
+    """The Ambassadors: "he had … taught Strether that … . He had done … in his thick black
+    hair": Chad's hair, not Strether's; but "I was sure he must be Long John. … He was very
+    tall" names who he is."""
+    strether = "# Lambert Strether\n- **Aliases:** Strether\n- **Pronouns:** he\n- **Hair:** grey\n"
+    text = (
+        "Here already were results; he had on the spot taught Strether that there were "
+        "different ways. He had done still more; the change in him was a matter of the "
+        "streaks of grey, extraordinary at his age, in his thick black hair.\n"
+    )
+    assert conflicts(text, strether) == []
+    silver = (
+        "# Long John Silver\n- **Aliases:** Long John\n- **Pronouns:** he\n- **Height:** short\n"
+    )
+    seen = "At a glance I was sure he must be Long John. He was very tall and strong.\n"
+    assert conflicts(seen, silver) == ["Long John Silver:height:tall"]

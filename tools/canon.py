@@ -278,9 +278,6 @@ def _a_value_with_a_colon(heading: str, found: dict[str, tuple[str, int]]) -> bo
     return not any(key in _DESCRIBED or key in _CARD_KEYS for key in found)
 
 
-#: Keys a card gives besides the described attributes, which a section may hold.
-_CARD_KEYS = frozenset("aliases alias pronouns type name role age kind".split())
-
 
 def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:
     key = heading.strip().rstrip(":").lower()

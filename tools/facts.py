@@ -1301,9 +1301,7 @@ class _Context:
             self.text, max(self.sentence_start, tokens[i].start - _BRIEF_REACH), tokens[i].start
         ):
             return False  # "Mr. Monk made his speech,--and though he was short": brief
-        if (i and tokens[i - 1].low == "too") or (
-            i + 1 < len(tokens) and tokens[i + 1].low == "enough"
-        ):
+        if (i and tokens[i - 1].low == "too") or self._wanting_enough(tokens, i):
             # "never quite tall enough", "half an inch too short": measured against a
             # want, not a stature told
             return False
@@ -1341,6 +1339,17 @@ class _Context:
         if _GROWN_CONCESSION.match(self.text, tokens[i].end):
             return True  # "Caroline was little, though evidently full grown": in stature
         return before_noun or nxt.low in ("for", "and") or self._of_stature(tokens, i)
+
+    @staticmethod
+    def _wanting_enough(tokens: list[_Tok], i: int) -> bool:
+        """ "never quite tall enough", "tall enough to hang it": enough for a want, not a
+        stature ("“I'm short enough,” said Osborne" is his)."""
+        if i + 1 >= len(tokens) or tokens[i + 1].low != "enough":
+            return False
+        to_follow = i + 2 < len(tokens) and tokens[i + 2].low == "to"
+        return to_follow or any(
+            t.low in ("quite", "never", "not") for t in tokens[max(0, i - 3) : i]
+        )
 
     def _for_now(self, tokens: list[_Tok], i: int) -> bool:
         """ "I'm short enough myself at present": a stature lasts; what holds for now is
@@ -3136,6 +3145,11 @@ class _Context:
                     # "The first moment he set his dew-bright black eye on Dickon": the
                     # clause's "he" is not the one he sets his eye on (the robin is)
                     return None
+                if nearest > 0 and self._acted_on_before(gender, start, end):
+                    # "he had … taught Strether that …. He had done … in his thick black
+                    # hair": the sentence before told of a "he" doing something to the one
+                    # it named, and this one goes on with that "he", not with him
+                    return None
                 if self._someone_else_carried(gender, entity):
                     # "She obeyed; went and returned … He was talking to Mrs. Bretton when
                     # she came back … to see her, with her tiny stature": a "she" opened the
@@ -3175,6 +3189,34 @@ class _Context:
             ):
                 return entity
         return None
+
+    def _acted_on_before(self, gender: Gender | None, start: int, end: int) -> bool:
+        """Whether this sentence opens on "He" (or "She") and the sentence at `start:end`
+        shows a "he" of that sex doing something to someone it names after it in the same
+        clause ("he had … taught Strether"): two of that sex, and this one goes on with the
+        unnamed."""
+        subject = _SUBJECT_ALONE.get(gender or "")
+        if subject is None or not subject.match(self.text, self.sentence_start):
+            return False
+        named = [
+            s
+            for s, _, entity in self.mentions_between(start, end)
+            if _compatible(_gender_of(self.cast, entity), gender)
+        ]
+        return any(
+            m.end() < s
+            and not _NEW_CLAUSE.search(self.text, m.end(), s)
+            and not self.text[m.end() : s].strip().startswith(",")
+            # "I was sure he must be Long John": who he is, not what he did to another
+            and not _BEING.search(self.text, m.end(), s)
+            for m in subject.finditer(self.text, start, end)
+            if not inside(self.quotes, m.start())
+            for s in named
+        )
+
+    def mentions_between(self, start: int, end: int) -> list[tuple[int, int, str]]:
+        """The names the paragraph's earlier sentences give between `start` and `end`."""
+        return [m for group, _, _ in self.history for m in group if start <= m[0] < end]
 
     def _in_opening_participle(self, gender: Gender | None, before: int) -> bool:
         """Whether the pronoun at `before` stands in the participle phrase a sentence opens
@@ -3650,6 +3692,13 @@ def _unnamed_subjects(text: str, quotes: tuple[tuple[int, int], ...]) -> frozens
     return frozenset(found)
 
 
+#: Verbs that say who someone is: "he must be Long John", "she was Miss Temple".
+_BEING = re.compile(r"\b(?:is|was|be|been|being|seemed|seems|proved|became|looked\s+like)\b")
+#: "he" or "she" alone, as a clause's subject.
+_SUBJECT_ALONE: dict[str, re.Pattern[str]] = {
+    "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
+    "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
+}
 #: A subject "he" or "she" right after a name: "To Ursula she had".
 _PRONOUN_AFTER_NAME = re.compile(r",?\s*([Hh]e|[Ss]he)\b")
 _SPOKEN_PRONOUNS: dict[str, re.Pattern[str]] = {
