@@ -278,7 +278,6 @@ def _a_value_with_a_colon(heading: str, found: dict[str, tuple[str, int]]) -> bo
     return not any(key in _DESCRIBED or key in _CARD_KEYS for key in found)
 
 
-
 def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:
     key = heading.strip().rstrip(":").lower()
     longest = _SECTION_NAMES_MAX if key == "aliases" else _SECTION_VALUE_MAX
