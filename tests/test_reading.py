@@ -2157,3 +2157,15 @@ def test_a_he_who_acted_on_the_one_named_goes_on_being_he() -> None:
     )
     seen = "At a glance I was sure he must be Long John. He was very tall and strong.\n"
     assert conflicts(seen, silver) == ["Long John Silver:height:tall"]
+
+
+def test_the_other_who_speaks_unnamed_is_in_play_in_the_next_paragraph() -> None:
+    """Dombey and Son: "‘If what you ask,’ said Harriet, gently …¶ ‘But it’s not!’ returned
+    the other …¶ Still upon her knees, … her wild black hair": Alice's hair, not Harriet's."""
+    harriet = "# Harriet Carker\n- **Aliases:** Harriet\n- **Pronouns:** she\n- **Hair:** brown\n"
+    text = (
+        "‘If what you ask,’ said Harriet, gently, ‘is forgiveness--’\n\n"
+        "‘But it’s not!’ returned the other, with a proud, fierce look.\n\n"
+        "Still upon her knees, and with the fire shining on her wild black hair, she went on.\n"
+    )
+    assert conflicts(text, harriet) == []

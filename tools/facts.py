@@ -3200,7 +3200,7 @@ class _Context:
             return False
         named = [
             s
-            for s, _, entity in self.mentions_between(start, end)
+            for s, _, entity in self._mentions_between(start, end)
             if _compatible(_gender_of(self.cast, entity), gender)
         ]
         return any(
@@ -3214,7 +3214,7 @@ class _Context:
             for s in named
         )
 
-    def mentions_between(self, start: int, end: int) -> list[tuple[int, int, str]]:
+    def _mentions_between(self, start: int, end: int) -> list[tuple[int, int, str]]:
         """The names the paragraph's earlier sentences give between `start` and `end`."""
         return [m for group, _, _ in self.history for m in group if start <= m[0] < end]
 
@@ -3486,11 +3486,13 @@ class _Context:
         next paragraph ("He was a tall boy", "She was very pretty") may mean either. (A name
         before "him" is a weaker sign: "an indictment denouncing him" after "Charles Darnay"
         is Darnay still.)"""
-        speakers = {
-            _NOUN_GENDERS[(found.group("noun") or found.group("noun2")).lower()]
-            for found in _UNNAMED_SPEAKER.finditer(self.text)
-            if not inside(self.quotes, found.start())
-        }
+        speakers: set[str] = set()
+        for found in _UNNAMED_SPEAKER.finditer(self.text):
+            if inside(self.quotes, found.start()):
+                continue
+            noun = (found.group("noun") or found.group("noun2")).lower()
+            # "returned the other": the other of two, whichever sex they are
+            speakers |= {"he", "she"} if noun == "other" else {_NOUN_GENDERS[noun]}
         return frozenset(
             _STRANGER + sex
             for sex in ("he", "she")
@@ -3952,7 +3954,7 @@ _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
 }
 #: Someone unnamed who speaks: "replied the lady", "the gentleman asked".
 _SPOKEN = "|".join(sorted(SPEECH_VERBS))
-_SPEAKER_NOUNS = "lady|woman|girl|gentleman|man|boy"
+_SPEAKER_NOUNS = "lady|woman|girl|gentleman|man|boy|other"
 _UNNAMED_SPEAKER = re.compile(
     rf"\b(?:{_SPOKEN})\s+the\s+(?P<noun>{_SPEAKER_NOUNS})\b"
     rf"|\b[Tt]he\s+(?P<noun2>{_SPEAKER_NOUNS})\s+(?:{_SPOKEN})\b"
