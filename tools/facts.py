@@ -3179,7 +3179,7 @@ class _Context:
     def _fronted_object(self, before: int) -> str | None:
         """Who a preposition names right before the subject "he" or "she" at `before`
         ("To Ursula she had …", "With Tom, he went …"): someone the subject is not."""
-        if not _SUBJECT_PRONOUN_AT.match(self.text, before):
+        if not _PRONOUN_SUBJECT_ANYWHERE.match(self.text, before):
             return None
         for s, e, entity in self.mentions:
             if (
@@ -3195,7 +3195,7 @@ class _Context:
         shows a "he" of that sex doing something to someone it names after it in the same
         clause ("he had … taught Strether"): two of that sex, and this one goes on with the
         unnamed."""
-        subject = _SUBJECT_ALONE.get(gender or "")
+        subject = _SUBJECT_PRONOUN.get(gender or "")
         if subject is None or not subject.match(self.text, self.sentence_start):
             return False
         named = [
@@ -3696,11 +3696,6 @@ def _unnamed_subjects(text: str, quotes: tuple[tuple[int, int], ...]) -> frozens
 
 #: Verbs that say who someone is: "he must be Long John", "she was Miss Temple".
 _BEING = re.compile(r"\b(?:is|was|be|been|being|seemed|seems|proved|became|looked\s+like)\b")
-#: "he" or "she" alone, as a clause's subject.
-_SUBJECT_ALONE: dict[str, re.Pattern[str]] = {
-    "he": re.compile(r"\b[Hh]e\b(?!['’-])"),
-    "she": re.compile(r"\b[Ss]he\b(?!['’-])"),
-}
 #: A subject "he" or "she" right after a name: "To Ursula she had".
 _PRONOUN_AFTER_NAME = re.compile(r",?\s*([Hh]e|[Ss]he)\b")
 _SPOKEN_PRONOUNS: dict[str, re.Pattern[str]] = {
@@ -3913,14 +3908,12 @@ _DARK_WITH_FEELING = re.compile(
     r"(?:\s*,\s*|\s+and\s+)[a-z]+ing\b"
     r"|\s+with\s+(?![\w\s]{0,20}\b(?:lashes|brows|eyebrows|lids)\b)"
 )
-#: A name in a preposition's phrase: "a quarter of an hour's start of Chauvelin".
-#: "he" or "she" as a whole word at a place.
-_SUBJECT_PRONOUN_AT = re.compile(r"(?:[Hh]e|[Ss]he)\b")
 #: A preposition opening a phrase before a name: "To Ursula", "with Tom".
 _FRONTING_PREPOSITION = re.compile(
     r"(?:^|\s)(?:[Tt]o|[Ww]ith|[Ff]or|[Ff]rom|[Bb]eside|[Bb]ehind|[Nn]ear|[Ll]ike|[Uu]nlike|"
     r"[Tt]owards?|[Aa]gainst|[Aa]mong)\s+$"
 )
+#: A name in a preposition's phrase: "a quarter of an hour's start of Chauvelin".
 _AFTER_PREPOSITION = re.compile(r"\b(?:of|from|than|to|with|at|by|for)\s+$")
 #: After "little" or "small": a grown person's, granted ("little, though evidently full
 #: grown"), so a stature, not a child's size.

@@ -389,12 +389,17 @@ def name_variants(
     person's title and name, or a spelling the writer listed as intended."""
     book = _NameBook.of(known, ignored or [])
     seen: Counter[str] = Counter()
-    where: dict[str, list[tuple[str, int, str, bool, bool, bool, bool, str | None, str]]] = {}
+    where: dict[
+        str, list[tuple[str, int, str, bool, bool, bool, bool, str | None, tuple[int, int]]]
+    ] = {}
+    #: Each file's paragraphs, to read what is said in reply to a speech only when needed.
+    paragraphs: dict[str, Sequence[Block]] = {}
     lowercase: set[str] = set()
     #: Words the book lists beside names no card has: someone else's name, wherever used.
     listed: set[str] = set()
     for path in paths:
         doc = read_document(workspace.read_text(path))
+        paragraphs[path] = doc.blocks
         speech: dict[int, tuple[tuple[int, int], ...]] = {}
         foreign: dict[int, bool] = {}
         for sentence in doc.sentences:
@@ -443,8 +448,8 @@ def name_variants(
                     speech[sentence.block] = quoted_spans(block.text)
                 quote = next(((a, b) for a, b in speech[sentence.block] if a <= at < b), None)
                 spoken = block.text[quote[0] : quote[1]] if quote else None
-                # what is said next, for a name said wrong and then said right in reply
-                reply = _speech_after(doc.blocks, sentence.block, quote[1]) if quote else ""
+                # where what is said next starts, for a name said wrong and then right
+                reply = (sentence.block, quote[1] if quote else -1)
                 where.setdefault(word, []).append(
                     (
                         path,
@@ -503,7 +508,9 @@ def name_variants(
                 # "'cud a' dood it. Now thee shalt have Larna'": a dialect speaker's own
                 # sound of "Lorna"; in plain speech ("my sister Graca") a slip still
                 continue
-            if spoken and re.search(rf"\b{re.escape(near[0])}\b", reply):
+            if spoken and re.search(
+                rf"\b{re.escape(near[0])}\b", _speech_after(paragraphs[path], *reply)
+            ):
                 # "'… a pinny for Miss Brangwin,' muttered the boy.¶ 'Miss Brangwen!' laughed
                 # Miss Harby": said wrong, and said right in the reply
                 continue
