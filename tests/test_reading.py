@@ -2169,3 +2169,19 @@ def test_the_other_who_speaks_unnamed_is_in_play_in_the_next_paragraph() -> None
         "Still upon her knees, and with the fire shining on her wild black hair, she went on.\n"
     )
     assert conflicts(text, harriet) == []
+
+
+def test_a_name_in_a_latin_phrase_is_no_slip(tmp_path: Path) -> None:
+    """Dombey and Son's "anno Dombei": the name put into Latin after a Latin word is the
+    name as the book means it; the same spelling in plain English is still a slip."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nCommon abbreviations took new meanings in his eyes: A.D. had no "
+        "concern with anno Domini, but stood for anno Dombei—and Son.\n"
+    )
+    known = {"Dombey"}
+    assert name_variants(Workspace(tmp_path), ["ch.md"], known) == []
+    (tmp_path / "ch.md").write_text("# Chapter 1\n\nThen Dombei came in and sat down.\n")
+    found = name_variants(Workspace(tmp_path), ["ch.md"], known)
+    assert [v["found"] for v in found] == ["Dombei"]

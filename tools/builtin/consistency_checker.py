@@ -37,6 +37,11 @@ _CAPITALISED_BEFORE = re.compile(r"(?<![.!?:;“\"‘(—–-])[ \t]+[A-Z][a-z]+
 _OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
 #: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
 _PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
+#: A Latin word right before: "anno Dombei" puts the name into Latin, on purpose.
+_LATIN_BEFORE = re.compile(
+    r"\b(?:anno|annus|ab|ad|apud|ante|circa|contra|cum|domus|ex|filius|filia|inter|per|"
+    r"post|pro|sine|sub|vide)[ \t]+$"
+)
 #: "Beli' me, John", "Giovann' Battista": a word clipped in speech ("believe", "Giovanni"),
 #: followed by its apostrophe and the next word; a name at the end of a quotation closes it
 #: with a stop or a comma first.
@@ -429,6 +434,7 @@ def name_variants(
                             (before is not None and before.group(0).strip() not in book.words)
                             or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
                             or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
+                            or _LATIN_BEFORE.search(sentence.text[: match.start()])
                             or in_list
                             # "three to one at Jena": a town's or a country's name where a place
                             # stands is no slip for "Jane" (the list is read only for such words)
