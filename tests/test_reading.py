@@ -2185,3 +2185,45 @@ def test_a_name_in_a_latin_phrase_is_no_slip(tmp_path: Path) -> None:
     (tmp_path / "ch.md").write_text("# Chapter 1\n\nThen Dombei came in and sat down.\n")
     found = name_variants(Workspace(tmp_path), ["ch.md"], known)
     assert [v["found"] for v in found] == ["Dombei"]
+
+
+MARTIN = "# Martin Eden\n- **Aliases:** Martin\n- **Pronouns:** he\n- **Eyes:** grey\n"
+RANSOM = "# Basil Ransom\n- **Aliases:** Ransom, the Mississippian\n- **Pronouns:** he\n"
+VERENA = "# Verena Tarrant\n- **Aliases:** Verena\n- **Pronouns:** she\n"
+
+
+def eyes_read(text: str, *cards: str) -> list[tuple[str, str]]:
+    parsed = [parse_card(f"People/card{i}.md", c) for i, c in enumerate(cards)]
+    return [
+        (s.entity, s.words)
+        for s in statements_in(text, build_cast(parsed))
+        if s.kind.attribute == "eyes"
+    ]
+
+
+def test_black_eyes_told_beside_other_hurts_are_no_ones_colour() -> None:
+    """Martin Eden: "black eyes and bloody noses became quite the order of the day" are
+    blacked in fights; the same words as a colour still count."""
+    fights = (
+        "The Silva tribe stanchly defended him, fighting more than one pitched battle for his "
+        "honor, and black eyes and bloody noses became quite the order of the day.\n\n"
+        "Martin came home with bruises and two black eyes.\n"
+    )
+    assert eyes_read(fights, MARTIN) == []
+    assert eyes_read("Martin looked up. His black eyes were steady.\n", MARTIN) == [
+        ("Martin Eden", "black")
+    ]
+
+
+def test_his_after_a_sentence_about_an_unnamed_man_near_a_named_one_is_nobodys() -> None:
+    """The Bostonians: the sentence before is the unnamed young man's, the one named only
+    where he was ("in the presence of the Mississippian"): "His handsome blue eyes" may be
+    either's. A sentence that names its own subject still gives "his" to him."""
+    text = (
+        "The young man, who supported her on his arm, instantly lost himself in the spectacle "
+        "of Verena, and in the unexpected presence of the Mississippian. His handsome blue "
+        "eyes turned from one to the other.\n"
+    )
+    assert eyes_read(text, RANSOM, VERENA) == []
+    named = "The oldest son, Ransom, came out and stood beside Verena. His blue eyes were sly.\n"
+    assert eyes_read(named, RANSOM, VERENA) == [("Basil Ransom", "blue")]

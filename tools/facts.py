@@ -705,8 +705,20 @@ class _Context:
         return [
             found
             for found in out
-            if not self._asked_or_wished(tokens, found[5]) and not self._dark_with_feeling(found)
+            if not self._asked_or_wished(tokens, found[5])
+            and not self._dark_with_feeling(found)
+            and not self._bruised(found)
         ]
+
+    def _bruised(self, found: _Found) -> bool:
+        """ "black eyes and bloody noses became quite the order of the day": eyes blacked in
+        a fight, told beside the other hurts, are no one's colour of eyes."""
+        if found[1] is not EYES:
+            return False
+        return bool(
+            _HURTS_AFTER.match(self.text, found[6])
+            or _HURTS_BEFORE.search(self.text, max(0, found[4] - 40), found[4])
+        )
 
     def _dark_with_feeling(self, found: _Found) -> bool:
         """ "His eyes were dark and shining", "her dark, wondering eyes", "eyes dark with
@@ -3131,6 +3143,20 @@ class _Context:
                     # wearing his Sunday best, with a straw hat on his dark head"
                     return None
                 first = min(s for s, _, _ in told)
+                if (
+                    nearest > 0
+                    and self._opens_on_unnamed(gender, start, first)
+                    and all(
+                        _OBJECT_OF_PREPOSITION.search(self.text, max(start, s - 14), s)
+                        for s, _, _ in told
+                    )
+                ):
+                    # "The young man, who supported her on his arm, instantly lost himself …
+                    # in the unexpected presence of the Mississippian. His handsome blue
+                    # eyes": the sentence before was the unnamed man's, the named one only
+                    # where he was, so "his" may be either's ("The oldest son, Ambroz--…
+                    # came out" and "where Dr. Lanyon sat" name the one they are about)
+                    return None
                 if self._opens_on_another(gender, start, first) or (
                     nearest > 0
                     and _AFTER_PREPOSITION.search(self.text, max(start, first - 8), first)
@@ -3244,6 +3270,15 @@ class _Context:
         if gender not in ("he", "she") or inside(self.quotes, start):
             return False
         opening = _OPENING_PRONOUN[gender].match(self.text, start)
+        return opening is not None and opening.end() <= named
+
+    def _opens_on_unnamed(self, gender: Gender | None, start: int, named: int) -> bool:
+        """Whether the sentence at `start` opens in narration on someone unnamed of GENDER
+        as its subject ("The young man, who …", "A woman"), before its first name at
+        `named`."""
+        if gender not in ("he", "she") or inside(self.quotes, start):
+            return False
+        opening = _OPENS_UNNAMED[gender].match(self.text, start)
         return opening is not None and opening.end() <= named
 
     def _subject_before(self, gender: Gender | None, start: int, named: int) -> bool:
@@ -3818,6 +3853,13 @@ _UNNAMED_SUBJECT: dict[str, re.Pattern[str]] = {
     )
     for sex, words in _ONE_UNNAMED.items()
 }
+#: A sentence opening on someone unnamed as its subject: "The young man, who …", "A woman".
+_OPENS_UNNAMED: dict[str, re.Pattern[str]] = {
+    sex: re.compile(
+        r"[\s\"“”'‘’(]*(?:The|A|An)\s+(?:[a-z]+,?\s+){0,2}(?:" + "|".join(words.split()) + r")\b"
+    )
+    for sex, words in _ONE_UNNAMED.items()
+}
 #: "She was a very pretty girl": the noun says what the pronoun's person is, not who else
 #: is there.
 _PREDICATE_OF_PRONOUN = re.compile(
@@ -3908,6 +3950,13 @@ _DARK_WITH_FEELING = re.compile(
     r"(?:\s*,\s*|\s+and\s+)[a-z]+ing\b"
     r"|\s+with\s+(?![\w\s]{0,20}\b(?:lashes|brows|eyebrows|lids)\b)"
 )
+#: Hurts told beside "black eyes": the eyes were blacked in a fight.
+_HURTS = (
+    r"(?:(?:bloody|bleeding|broken|swollen|split|cut)\s+(?:nose|noses|lip|lips|head|heads|"
+    r"shin|shins)|bruises|scratches)"
+)
+_HURTS_AFTER = re.compile(rf"\s*(?:,|and|or)\s+(?:a\s+|two\s+)?{_HURTS}\b", re.IGNORECASE)
+_HURTS_BEFORE = re.compile(rf"\b{_HURTS}\s*(?:,|and|or)\s+(?:a\s+|two\s+)?$", re.IGNORECASE)
 #: A preposition opening a phrase before a name: "To Ursula", "with Tom".
 _FRONTING_PREPOSITION = re.compile(
     r"(?:^|\s)(?:[Tt]o|[Ww]ith|[Ff]or|[Ff]rom|[Bb]eside|[Bb]ehind|[Nn]ear|[Ll]ike|[Uu]nlike|"
@@ -3915,6 +3964,10 @@ _FRONTING_PREPOSITION = re.compile(
 )
 #: A name in a preposition's phrase: "a quarter of an hour's start of Chauvelin".
 _AFTER_PREPOSITION = re.compile(r"\b(?:of|from|than|to|with|at|by|for)\s+$")
+#: A name as a preposition's object: "in the presence of the Mississippian".
+_OBJECT_OF_PREPOSITION = re.compile(
+    r"\b(?:of|from|than|to|with|at|by|for|on|upon|in|into|towards?)\s+(?:the\s+)?$"
+)
 #: After "little" or "small": a grown person's, granted ("little, though evidently full
 #: grown"), so a stature, not a child's size.
 _GROWN_CONCESSION = re.compile(
