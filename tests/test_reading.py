@@ -2225,5 +2225,30 @@ def test_his_after_a_sentence_about_an_unnamed_man_near_a_named_one_is_nobodys()
         "eyes turned from one to the other.\n"
     )
     assert eyes_read(text, RANSOM, VERENA) == []
+    # as the book has it: the young man opens a clause after a semicolon
+    clause = (
+        "The mother's face expressed surprise; the young man, who supported her on his arm, "
+        "lost himself in the spectacle of Verena, and in the presence of the Mississippian. "
+        "His handsome blue eyes turned from one to the other.\n"
+    )
+    assert eyes_read(clause, RANSOM, VERENA) == []
     named = "The oldest son, Ransom, came out and stood beside Verena. His blue eyes were sly.\n"
     assert eyes_read(named, RANSOM, VERENA) == [("Basil Ransom", "blue")]
+
+
+KREIS = "# Kreis\n- **Aliases:** Kreis\n- **Pronouns:** he\n"
+
+
+def test_a_surname_without_a_card_before_participle_phrases_owns_their_his() -> None:
+    """Martin Eden: "Norton, smarting under …, clutching his chair …, his gray eyes
+    snapping": Norton has no card, and the eyes are his, not those of Kreis, named in the
+    sentence before. A carded name there keeps its own."""
+    text = (
+        "Norton was sensitive, while Kreis and Hamilton were like a pair of cold-blooded "
+        "savages. As the evening grew late, Norton, smarting under the repeated charges of "
+        "being a metaphysician, clutching his chair to keep from jumping to his feet, his "
+        "gray eyes snapping, made a grand attack upon their position.\n"
+    )
+    assert eyes_read(text, KREIS, MARTIN) == []
+    carded = text.replace("late, Norton,", "late, Kreis,")
+    assert eyes_read(carded, KREIS, MARTIN) == [("Kreis", "gray")]

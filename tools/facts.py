@@ -47,7 +47,7 @@ from controlroom.tools.voices import (
     untagged_speech,
     voices_of,
 )
-from controlroom.tools.wordlist import is_given_name
+from controlroom.tools.wordlist import is_common_word, is_given_name
 
 _WORD = re.compile(r"[A-Za-z]+(?:[-'’][A-Za-z]+)*")
 _CLAUSE_BREAK = re.compile(r"[.;:!?()“”\"—–]|--")
@@ -173,6 +173,9 @@ _OPENS_NAMING = re.compile(r"\s*(?:This|That|It|Such|His|Her|The)\b")
 #: "So Solomon, holding his", "Old Solomon, in his": a name, a comma and a participle or
 #: "in"/"with" opening the phrase a pronoun stands in.
 _NAME_AND_PARTICIPLE = re.compile(r"\b([A-Z][a-z]+),?\s+(?:\w+ing|in|with)\b[^,.;:!?]*,?\s*$")
+#: A name set off by commas before a run of participle phrases: "Norton, smarting under …,
+#: clutching his chair …, ".
+_NAME_AND_PARTICIPLES = re.compile(r"\b([A-Z][a-z]+),\s+(?:\w+ing\b[^,.;:!?]*,\s*){1,3}$")
 #: Kin a feature is had from: "Tom has his father's brown eyes".
 _KIN = frozenset(
     "father mother brother sister uncle aunt grandfather grandmother papa mamma mama family".split()
@@ -3273,13 +3276,20 @@ class _Context:
         return opening is not None and opening.end() <= named
 
     def _opens_on_unnamed(self, gender: Gender | None, start: int, named: int) -> bool:
-        """Whether the sentence at `start` opens in narration on someone unnamed of GENDER
-        as its subject ("The young man, who …", "A woman"), before its first name at
-        `named`."""
+        """Whether the sentence at `start`, or a clause of it after a semicolon, colon or
+        dash, opens in narration on someone unnamed of GENDER as its subject ("The young
+        man, who …", "; the young man"), before its first name at `named`."""
         if gender not in ("he", "she") or inside(self.quotes, start):
             return False
-        opening = _OPENS_UNNAMED[gender].match(self.text, start)
-        return opening is not None and opening.end() <= named
+        # the sentence's own start, or a clause's after a semicolon, a colon or a dash
+        starts = [start, *(m.end() for m in _CLAUSE_SEPARATOR.finditer(self.text, start, named))]
+        for at in starts:
+            if inside(self.quotes, at):
+                continue
+            opening = _OPENS_UNNAMED[gender].match(self.text, at)
+            if opening is not None and opening.end() <= named:
+                return True
+        return False
 
     def _subject_before(self, gender: Gender | None, start: int, named: int) -> bool:
         """Whether "he" (or "she") of GENDER is a subject in narration between a sentence's
@@ -3552,10 +3562,24 @@ class _Context:
         `before` stands in: "So Solomon, holding his white head"."""
         # a participle's phrase is short: look no further back than a line's length
         found = _NAME_AND_PARTICIPLE.search(self.text, max(start, before - 80), before)
-        if found is None:
+        if found is not None:
+            name = found.group(1)
+            if name not in self.cast.name_tokens() and is_given_name(name):
+                return True
+        # "As the evening grew late, Norton, smarting under the repeated charges …, clutching
+        # his chair …, his gray eyes snapping": a surname, no word of the dictionary, mid-
+        # sentence and not after a preposition, doing what the phrases tell
+        found = _NAME_AND_PARTICIPLES.search(self.text, max(start, before - 240), before)
+        if found is None or found.start(1) == self.sentence_start:
             return False
         name = found.group(1)
-        return name not in self.cast.name_tokens() and is_given_name(name)
+        return (
+            name not in self.cast.name_tokens()
+            and not is_common_word(name.lower())
+            and not _AFTER_PREPOSITION.search(
+                self.text, max(start, found.start(1) - 8), found.start(1)
+            )
+        )
 
     def _uncarded_named(self, start: int, end: int) -> bool:
         """Whether someone without a card is named between `start` and `end`: a titled
@@ -3856,7 +3880,9 @@ _UNNAMED_SUBJECT: dict[str, re.Pattern[str]] = {
 #: A sentence opening on someone unnamed as its subject: "The young man, who …", "A woman".
 _OPENS_UNNAMED: dict[str, re.Pattern[str]] = {
     sex: re.compile(
-        r"[\s\"“”'‘’(]*(?:The|A|An)\s+(?:[a-z]+,?\s+){0,2}(?:" + "|".join(words.split()) + r")\b"
+        r"[\s\"“”'‘’(]*(?:[Tt]he|[Aa]n?)\s+(?:[a-z]+,?\s+){0,2}(?:"
+        + "|".join(words.split())
+        + r")\b"
     )
     for sex, words in _ONE_UNNAMED.items()
 }
