@@ -2252,3 +2252,20 @@ def test_a_surname_without_a_card_before_participle_phrases_owns_their_his() -> 
     assert eyes_read(text, KREIS, MARTIN) == []
     carded = text.replace("late, Norton,", "late, Kreis,")
     assert eyes_read(carded, KREIS, MARTIN) == [("Kreis", "gray")]
+
+
+def test_a_superlative_ranking_two_or_those_named_says_nothing_of_a_height() -> None:
+    """The Small House at Allington: "two pretty, fair-haired girls, of whom Bell was the
+    tallest", both "something below the usual height": the tallest of two is only the
+    taller. The tallest of three is still read as tall."""
+    bell = "# Bell Dale\n- **Aliases:** Bell\n- **Pronouns:** she\n- **Height:** short\n"
+    lily = "# Lily Dale\n- **Aliases:** Lily\n- **Pronouns:** she\n"
+    text = (
+        "They were two pretty, fair-haired girls, of whom Bell was the tallest and the "
+        "prettiest, whereas Lily was almost as pretty as her sister.\n\n"
+        "Of the two, Bell was the tallest.\n"
+    )
+    assert conflicts(text, bell, lily) == []
+    assert conflicts("Bell was the tallest of the three.\n", bell, lily) == [
+        "Bell Dale:height:tallest"
+    ]

@@ -682,6 +682,7 @@ class _Context:
             if (
                 predicate is not None
                 and self._plain(tok)
+                and not self._ranked_among_few(tok)
                 and self._about_stature(tokens, i)
                 and not self._before_own_cue(tokens, i, predicate)
                 and not self._short_for_a_name(tokens, i)
@@ -712,6 +713,16 @@ class _Context:
             and not self._dark_with_feeling(found)
             and not self._bruised(found)
         ]
+
+    def _ranked_among_few(self, tok: _Tok) -> bool:
+        """ "two pretty girls, of whom Bell was the tallest", "Of the two, Tom was the
+        tallest": a superlative ranking one of a pair or of those just named says who is
+        taller, not how tall (both sisters were "something below the usual height")."""
+        if tok.low not in _SUPERLATIVES:
+            return False
+        sentence = self.text[self.sentence_start : self.sentence_end]
+        before = self.text[self.sentence_start : tok.start]
+        return bool(_OF_WHOM.search(before) or _OF_THE_TWO.search(sentence))
 
     def _bruised(self, found: _Found) -> bool:
         """ "black eyes and bloody noses became quite the order of the day": eyes blacked in
@@ -3976,6 +3987,9 @@ _DARK_WITH_FEELING = re.compile(
     r"(?:\s*,\s*|\s+and\s+)[a-z]+ing\b"
     r"|\s+with\s+(?![\w\s]{0,20}\b(?:lashes|brows|eyebrows|lids)\b)"
 )
+#: A group a superlative ranks within: "of whom Bell was the tallest", "of the two".
+_OF_WHOM = re.compile(r"\bof\s+whom\b", re.IGNORECASE)
+_OF_THE_TWO = re.compile(r"\bof\s+the\s+(?:two|pair)\b|\bof\s+(?:them\s+)?both\b", re.IGNORECASE)
 #: Hurts told beside "black eyes": the eyes were blacked in a fight.
 _HURTS = (
     r"(?:(?:bloody|bleeding|broken|swollen|split|cut)\s+(?:nose|noses|lip|lips|head|heads|"
