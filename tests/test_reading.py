@@ -38,14 +38,22 @@ def conflicts(text: str, *cards: str, narrator: str | None = None) -> list[str]:
     return [f"{c.entity}:{c.attribute}:{c.found}" for c in found]
 
 
-def hair_read(text: str, *cards: str) -> list[tuple[str, str]]:
-    """Who the text gives hair to, in what words."""
+def feature_read(attribute: str, text: str, *cards: str) -> list[tuple[str, str]]:
+    """Who the text gives the feature ATTRIBUTE ("hair", "eyes") to, in what words."""
     parsed = [parse_card(f"People/card{i}.md", c) for i, c in enumerate(cards)]
     return [
         (s.entity, s.words)
         for s in statements_in(text, build_cast(parsed))
-        if s.kind.attribute == "hair"
+        if s.kind.attribute == attribute
     ]
+
+
+def hair_read(text: str, *cards: str) -> list[tuple[str, str]]:
+    return feature_read("hair", text, *cards)
+
+
+def eyes_read(text: str, *cards: str) -> list[tuple[str, str]]:
+    return feature_read("eyes", text, *cards)
 
 
 def test_a_declared_narrator_is_i_outside_dialogue() -> None:
@@ -2190,15 +2198,6 @@ def test_a_name_in_a_latin_phrase_is_no_slip(tmp_path: Path) -> None:
 MARTIN = "# Martin Eden\n- **Aliases:** Martin\n- **Pronouns:** he\n- **Eyes:** grey\n"
 RANSOM = "# Basil Ransom\n- **Aliases:** Ransom, the Mississippian\n- **Pronouns:** he\n"
 VERENA = "# Verena Tarrant\n- **Aliases:** Verena\n- **Pronouns:** she\n"
-
-
-def eyes_read(text: str, *cards: str) -> list[tuple[str, str]]:
-    parsed = [parse_card(f"People/card{i}.md", c) for i, c in enumerate(cards)]
-    return [
-        (s.entity, s.words)
-        for s in statements_in(text, build_cast(parsed))
-        if s.kind.attribute == "eyes"
-    ]
 
 
 def test_black_eyes_told_beside_other_hurts_are_no_ones_colour() -> None:

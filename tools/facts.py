@@ -3881,21 +3881,21 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
 _ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
     sex: _any_word(words) for sex, words in _ONE_UNNAMED.items()
 }
-#: A sentence opening on someone unnamed: "The man glanced up", "A woman bustled out".
-_UNNAMED_SUBJECT: dict[str, re.Pattern[str]] = {
-    sex: re.compile(
-        r"(?:^|[.!?]\s+)(?:The|A|An)\s+(?:[a-z]+,?\s+){0,2}(?:" + "|".join(words.split()) + r")\b"
-    )
+#: The noun phrase of someone unnamed after its article, by sex: "young man", "woman".
+_UNNAMED_AFTER_ARTICLE: dict[str, str] = {
+    sex: r"\s+(?:[a-z]+,?\s+){0,2}(?:" + "|".join(words.split()) + r")\b"
     for sex, words in _ONE_UNNAMED.items()
 }
-#: A sentence opening on someone unnamed as its subject: "The young man, who …", "A woman".
+#: A sentence opening on someone unnamed: "The man glanced up", "A woman bustled out".
+_UNNAMED_SUBJECT: dict[str, re.Pattern[str]] = {
+    sex: re.compile(r"(?:^|[.!?]\s+)(?:The|A|An)" + phrase)
+    for sex, phrase in _UNNAMED_AFTER_ARTICLE.items()
+}
+#: A sentence or a clause opening on someone unnamed, matched where it starts: "The young
+#: man, who …", "; the young man".
 _OPENS_UNNAMED: dict[str, re.Pattern[str]] = {
-    sex: re.compile(
-        r"[\s\"“”'‘’(]*(?:[Tt]he|[Aa]n?)\s+(?:[a-z]+,?\s+){0,2}(?:"
-        + "|".join(words.split())
-        + r")\b"
-    )
-    for sex, words in _ONE_UNNAMED.items()
+    sex: re.compile(r"[\s\"“”'‘’(]*(?:[Tt]he|[Aa]n?)" + phrase)
+    for sex, phrase in _UNNAMED_AFTER_ARTICLE.items()
 }
 #: "She was a very pretty girl": the noun says what the pronoun's person is, not who else
 #: is there.
