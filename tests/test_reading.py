@@ -1638,6 +1638,13 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     (tmp_path / "ch.md").write_text("# Chapter 1\n\nThe Comtesse came, with Suzannne.\n")
     found = name_variants(Workspace(tmp_path), ["ch.md"], {"Suzanne"})
     assert [v["found"] for v in found] == ["Suzannne"]
+    # a pet name's ending clipped in speech is how it is said ("Fance Day, I mean," said
+    # Bowman, of Fancy); in narration it is a slip
+    (tmp_path / "ch.md").write_text(
+        '# Chapter 1\n\n"Fance Day, I mean," said Bowman.\n\nAnd Fance sat down.\n'
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Fancy", "Fancy Day"})
+    assert [(v["found"], v["line"]) for v in found] == [("Fance", 5)]
 
 
 def test_a_paragraph_closing_on_someone_carries_her_and_little_though_grown_is_stature() -> None:

@@ -309,6 +309,16 @@ def _folksy_ending(found: str, name: str) -> bool:
     return name.endswith("a") and found == name[:-1] + "y"
 
 
+def _pet_ending_dropped(found: str, name: str) -> bool:
+    """ "Fance" for "Fancy": a name's pet ending ("-y", "-ie", "-ey") clipped off as a
+    speaker says it, the stem kept whole (a closing "e" for the sound of the vowel before)."""
+    ending = re.search(r"(?:ie|ey|y)$", name)
+    if ending is None:
+        return False
+    stem = name[: ending.start()]
+    return len(stem) >= 3 and found in (stem, stem + "e")
+
+
 def _stretched(word: str) -> bool:
     """ "I'll tell you, Carrrie": a letter held three times over, in speech, is a name
     drawn out for emphasis."""
@@ -535,6 +545,10 @@ def name_variants(
                 continue
             if spoken and _folksy_ending(word, near[0]):
                 # "people like Ezry Stowbody": a name's last "a" said "y" in speech
+                continue
+            if spoken and _pet_ending_dropped(word, near[0]):
+                # "'Fance Day, I mean,' said Bowman": Fancy as her neighbours say it; "Fance"
+                # in narration is a slip still
                 continue
             findings.append(
                 {
