@@ -2275,3 +2275,17 @@ def test_a_superlative_ranking_two_or_those_named_says_nothing_of_a_height() -> 
     assert conflicts("Bell was the tallest of the three.\n", bell, lily) == [
         "Bell Dale:height:tallest"
     ]
+
+
+def test_her_darling_is_someone_else_whose_hair_the_next_her_may_be() -> None:
+    """A Tale of Two Cities: "Miss Pross …, taking off her darling's bonnet …, and smoothing
+    her rich hair": Lucie's hair, not Miss Pross's. A darling in speech is no one new."""
+    pross = "# Miss Pross\n- **Pronouns:** she\n- **Hair:** red\n"
+    lucie = "# Lucie Manette\n- **Aliases:** Lucie\n- **Pronouns:** she\n- **Hair:** golden\n"
+    said = (
+        "Miss Pross was a pleasant sight, albeit wild, and red, and grim, taking off her "
+        "darling's bonnet when she came up-stairs, and smoothing her rich brown hair.\n"
+    )
+    assert hair_read(said, pross, lucie) == []
+    said = 'Miss Pross said "my darling" twice, smoothing her rich brown hair.\n'
+    assert hair_read(said, pross, lucie) == [("Miss Pross", "brown")]

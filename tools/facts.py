@@ -3355,7 +3355,10 @@ class _Context:
         for found in nearer.finditer(self.text, last, before):
             if not _APPOSITION.match(self.text[last : found.start()]):
                 return True
-        return False
+        return any(
+            not inside(self.quotes, found.start())
+            for found in _POSSESSED_DARLING.finditer(self.text, last, before)
+        )
 
     def _named_as_object_after(self, gender: Gender | None, entity: str, before: int) -> bool:
         """Whether the pronoun's clause opens on "he"/"she" of its sex and names ENTITY only
@@ -3851,6 +3854,9 @@ _TWO_OF_REACH = 30
 _NEARER_STRANGER: dict[str, re.Pattern[str]] = {
     sex: _any_word(f"{words} child infant baby") for sex, words in _ONE_UNNAMED.items()
 }
+#: Someone of either sex named by whose darling they are, in narration: "Miss Pross …,
+#: taking off her darling's bonnet …, and smoothing her rich hair": Lucie's hair.
+_POSSESSED_DARLING = re.compile(r"\b(?:her|his|their)\s+darling\b", re.IGNORECASE)
 #: ", a tall young man," or "was a lean lad" or ", who was a short man," after a name:
 #: the same person.
 _APPOSITION = re.compile(
