@@ -2289,3 +2289,31 @@ def test_her_darling_is_someone_else_whose_hair_the_next_her_may_be() -> None:
     assert hair_read(said, pross, lucie) == []
     said = 'Miss Pross said "my darling" twice, smoothing her rich brown hair.\n'
     assert hair_read(said, pross, lucie) == [("Miss Pross", "brown")]
+
+
+def test_a_hand_used_for_everything_said_in_more_ways() -> None:
+    """The blind plants' handedness misses (Fitzgerald, Dickens, Wells): a deed done
+    left-handed "since boyhood", a "long left hand, the hand he did everything with", a
+    hand "which was the hand he did everything with" holding a wounded toe. A hand used
+    once, or while the hand itself is hurt, is still no habit."""
+    he = "# Tom Robarts\n- **Aliases:** Robarts\n- **Pronouns:** he\n- **Handedness:** right\n"
+
+    def hand(said: str) -> list[tuple[str, str]]:
+        return feature_read("handedness", said + "\n", he)
+
+    assert hand("Robarts had written left-handed since boyhood.") == [
+        ("Tom Robarts", "left-handed")
+    ]
+    assert hand(
+        "Robarts came in, pointing with his long left hand, the hand he did everything with."
+    ) == [("Tom Robarts", "left hand, by habit")]
+    assert hand(
+        "Robarts held the wounded toe in his left hand, which was the hand he did everything with."
+    ) == [("Tom Robarts", "left hand, by habit")]
+    assert hand("Robarts came in, pointing with his long left hand to the room.") == []
+    assert (
+        hand(
+            "Robarts held the cup in his left hand, his wounded right in a sling, as he always did."
+        )
+        == []
+    )

@@ -220,15 +220,22 @@ _IDIOM_OPENERS = (
     frozenset({"of", "head", "taller"}) | _COMING | _REACHING | set(_SIZE_NOUNS) | set(_LESS_MORE)
 )
 #: Words that may follow an adverb closing its deed: "cut the bread left-handed, as …".
-_AFTER_A_DEED = frozenset("and as like with when because for".split())
+_AFTER_A_DEED = frozenset("and as like with when because for since from".split())
 #: Words that make a hand's use a habit: "as always", "for he used no other".
 _HABITUAL = frozenset(
     "always ever invariably habitually habit wont naturally other custom trick favoured "
     "favored preferred everything".split()
 )
 _HABIT_WORDS = 8
+#: What a hand may be called between its owner and its side: "his long left hand".
+_HAND_ADJECTIVES = frozenset("long thin lean big great small little white brown strong".split())
 #: Why someone may use the other hand for once.
 _HURT = frozenset("sling hurt injured wounded broken bandaged lame sprained".split())
+#: A hurt to these leaves both hands free: "held the wounded toe in his left hand".
+_NOT_A_HAND = frozenset(
+    "toe toes foot feet leg legs knee knees ankle ankles heel head eye nose cheek lip back "
+    "pride feelings heart".split()
+)
 #: Pronouns that stand for a feature named before them: "her hair … it was red".
 _FEATURE_PRONOUNS = {"it": HAIR, "they": EYES}
 #: The longest relative clause between a feature and its verb: "her hair, which she wore
@@ -1219,18 +1226,30 @@ class _Context:
         side, own = tokens[side_at], tokens[side_at - 1]
         if own.low == "the":
             return self._readiest_hand(tokens, side_at, last)
-        if own.low not in _ATTRIBUTIVE_POSSESSIVES or not self._gap_ok(own, side):
+        if (
+            own.low not in _ATTRIBUTIVE_POSSESSIVES
+            and side_at >= 2
+            and tokens[side_at - 2].low in _ATTRIBUTIVE_POSSESSIVES
+            and own.low in _HAND_ADJECTIVES
+            and self._gap_ok(tokens[side_at - 2], own)
+        ):
+            own = tokens[side_at - 2]  # "pointing with his long left hand, the hand he …"
+        if own.low not in _ATTRIBUTIVE_POSSESSIVES or not self._gap_ok(tokens[side_at - 1], side):
             return []
         before = tokens[max(0, side_at - _HABIT_WORDS) : side_at]
         window = tokens[max(0, side_at - _HABIT_WORDS) : side_at + _HABIT_WORDS]
-        # "writing, as she did everything, with her left hand"
+        # "writing, as she did everything, with her left hand"; "in his left hand, which
+        # was the hand he did everything with"
+        reach = tokens[max(0, side_at - _HABIT_WORDS) : side_at + _HABIT_WORDS + 2]
         did_everything = any(
             a.low in ("did", "does", "do") and b.low == "everything"
-            for a, b in zip(window, window[1:], strict=False)
+            for a, b in zip(reach, reach[1:], strict=False)
         )
-        if not (any(t.low in _HABITUAL for t in window) or did_everything) or any(
-            t.low in _HURT for t in window
-        ):
+        hurt = any(
+            t.low in _HURT and (n + 1 >= len(window) or window[n + 1].low not in _NOT_A_HAND)
+            for n, t in enumerate(window)
+        )
+        if not (any(t.low in _HABITUAL for t in window) or did_everything) or hurt:
             return []
         if any(t.low in _NEGATIONS for t in before):
             return []  # "he never wrote with his left hand"; "he used no other" after it
