@@ -2317,3 +2317,21 @@ def test_a_hand_used_for_everything_said_in_more_ways() -> None:
         )
         == []
     )
+
+
+def test_a_short_thick_body_and_a_lanky_height_are_a_stature() -> None:
+    """The blind plants' "his short, thick body" (My Ántonia) and "his full, lanky height"
+    (The Beautiful and Damned); a little body is fondness or a corpse, not a stature."""
+    he = "# Tom Robarts\n- **Aliases:** Robarts\n- **Pronouns:** he\n- **Height:** average\n"
+
+    def height(said: str) -> list[tuple[str, str]]:
+        return feature_read("height", said + "\n", he)
+
+    assert height("Robarts bent, driving his short, thick body at the soil.") == [
+        ("Tom Robarts", "short")
+    ]
+    assert height("Robarts drew himself up to his full, lanky height.") == [
+        ("Tom Robarts", "lanky")
+    ]
+    assert height("Robarts thought his little body would soon fall into the background.") == []
+    assert height("Robarts's body was small and cold.") == []

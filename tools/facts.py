@@ -1473,6 +1473,12 @@ class _Context:
             before.insert(0, tokens[j])
             j -= 1
         values = self._value_words(before, kind)
+        if cue.low == "body":
+            # "his short, thick body" is his stature; "my little body will soon fall into
+            # the background" is fondness, and "the body was small" may be a corpse's
+            values = [v for v in before if v.low in ("tall", "short", "lanky", "squat")]
+            if not values:
+                return None
         if kind is HAIR and (self._strands(before, cue) or self._kept_locks(tokens, i)):
             return None  # "pulled her one grey hair out": a strand, not the hair's colour
         phrase_start = before[0] if before else cue

@@ -340,8 +340,9 @@ def _height_idioms(phrase: str) -> str:
 
 HEIGHT = FactKind(
     "height",
-    # "his fine, tall person", "her little figure", "a man of middle stature"
-    ("figure", "person", "frame", "stature"),
+    # "his fine, tall person", "her little figure", "a man of middle stature", "his short,
+    # thick body", "his full, lanky height"
+    ("figure", "person", "frame", "stature", "body", "height"),
     _classes(
         {
             "tall": "tall",
