@@ -411,6 +411,8 @@ class Cast:
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
             taken.append((match.start(), match.end()))
+            if names_a_thing(text, match):
+                continue  # "the General Thanksgiving": a prayer
             entity = self.slip_of(match.group("name"))
             if entity is not None:
                 named.append((match.start(), match.end(), entity))
@@ -562,6 +564,22 @@ _FULL_NAME = re.compile(r"\b([A-Z][a-z]+)[ \t]+([A-Z][a-z]+)\b")
 #: ("the living of St. Ewold"), so never a stranger a pronoun may mean.
 SAINT_TITLES = frozenset({"st", "saint"})
 _SAINT = re.compile(r"(?:\bSt\.?|\bSaint)\s+$")
+#: Ranks that, after "the", name a thing called after someone: "the words of the General
+#: Thanksgiving", "aboard the General Grant", "at the Admiral Benbow" (a man is "General
+#: Grant" without it; "the Reverend Mr. Collins" is one still).
+_RANKS_AFTER_THE = frozenset(
+    "captain capt colonel col general major lieutenant sergeant admiral commodore".split()
+)
+_THE_BEFORE = re.compile(r"\bthe\s+$", re.IGNORECASE)
+
+
+def names_a_thing(text: str, match: re.Match[str]) -> bool:
+    """Whether a TITLED_NAME match names a thing, not a person: a rank after "the"."""
+    return match.group("title").lower() in _RANKS_AFTER_THE and bool(
+        _THE_BEFORE.search(text, max(0, match.start() - 6), match.start())
+    )
+
+
 _NEXT_CAPITALISED = re.compile(r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)([A-Z][a-z]+)")
 
 

@@ -23,7 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from controlroom.tools.canon import HONORIFICS, SAINT_TITLES, TITLED_NAME, Cast, Fact, Gender
+from controlroom.tools.canon import (
+    HONORIFICS,
+    SAINT_TITLES,
+    TITLED_NAME,
+    Cast,
+    Fact,
+    Gender,
+    names_a_thing,
+)
 from controlroom.tools.text import Document, inside, read_document
 from controlroom.tools.vocabulary import (
     EYES,
@@ -3626,7 +3634,7 @@ class _Context:
         before its verb ("Agatha was dressed first")."""
         carded = self.cast.name_tokens()
         for found in TITLED_NAME.finditer(self.text, start, end):
-            if found.group("title").lower() in SAINT_TITLES:
+            if found.group("title").lower() in SAINT_TITLES or names_a_thing(self.text, found):
                 continue  # "the living of St. Ewold": a parish, a church, a day
             if found.group("name") not in carded:
                 return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from controlroom.tools.canon import HONORIFICS, SAINT_TITLES, TITLED_NAME, Cast
+from controlroom.tools.canon import HONORIFICS, SAINT_TITLES, TITLED_NAME, Cast, names_a_thing
 from controlroom.tools.stopping import checkpoint
 from controlroom.tools.text import inside, quoted_spans, read_document
 from controlroom.tools.voices import SPEECH_VERBS
@@ -89,7 +89,7 @@ def _people_in(text: str) -> list[tuple[str, str, int]]:
     found = [
         (m.group("name"), m.group(0), m.start())
         for m in TITLED_NAME.finditer(text)
-        if m.group("title").lower() not in SAINT_TITLES
+        if m.group("title").lower() not in SAINT_TITLES and not names_a_thing(text, m)
     ]
     quotes = quoted_spans(text)
     words = [

@@ -341,8 +341,8 @@ def _height_idioms(phrase: str) -> str:
 HEIGHT = FactKind(
     "height",
     # "his fine, tall person", "her little figure", "a man of middle stature", "his short,
-    # thick body", "his full, lanky height"
-    ("figure", "person", "frame", "stature", "body", "height"),
+    # thick body"
+    ("figure", "person", "frame", "stature", "body"),
     _classes(
         {
             "tall": "tall",
