@@ -2349,3 +2349,17 @@ def test_a_rank_after_the_names_a_thing_not_someone_in_play() -> None:
     from controlroom.tools.newcomers import _people_in
 
     assert [n for n, _, _ in _people_in("the General Thanksgiving; General Grant")] == ["Grant"]
+
+
+def test_eyes_of_hers_mine_or_yours_are_theirs() -> None:
+    """The blind plants' "those great grey eyes of hers" (Howards End) and "these grey eyes
+    of mine" (Phineas Finn): the possessive after the feature says whose it is."""
+    he = "# Tom Robarts\n- **Aliases:** Robarts, Dick\n- **Pronouns:** he\n- **Eyes:** green\n"
+    she = "# Ann Lee\n- **Aliases:** Ann\n- **Pronouns:** she\n- **Eyes:** green\n"
+    said = "Ann is clever. With those great grey eyes of hers looking innocent, she will talk.\n"
+    assert eyes_read(said, he, she) == [("Ann Lee", "grey")]
+    said = 'Robarts came in. "Never did I set these grey eyes of mine on him," said Robarts.\n'
+    assert eyes_read(said, he, she) == [("Tom Robarts", "grey")]
+    said = '"Dick, those blue eyes of yours are fine," said Ann.\n'
+    assert eyes_read(said, he, she) == [("Tom Robarts", "blue")]
+    assert eyes_read("Ann saw the blue eyes of his father.\n", he, she) == []

@@ -83,6 +83,8 @@ _HEDGES = frozenset(
 # "they" and "their" are one person's only where a card says so: "their letters were short"
 # is no one's height.
 _POSSESSIVES: dict[str, Gender | None] = {"his": "he", "her": "she", "their": "they"}
+#: The possessives that stand alone: "those eyes of hers".
+_INDEPENDENT_POSSESSIVES: dict[str, Gender] = {"his": "he", "hers": "she"}
 _SUBJECTS: dict[str, Gender | None] = {"he": "he", "she": "she", "they": "they"}
 _SUBJECT_LINKS = frozenset("with had has have having".split())
 #: Words that make what follows a wish or a supposition: "How I wished that I had blue eyes".
@@ -1510,7 +1512,9 @@ class _Context:
             values, phrase_end = after, after[-1]
         if any(t.low in _NEGATIONS for t in tokens[max(0, j) : tokens.index(phrase_end) + 1]):
             return None
-        owner = self._owner_of(tokens, tokens.index(phrase_start), i)
+        owner = self._of_ones_own(tokens, i)
+        if owner is None:
+            owner = self._owner_of(tokens, tokens.index(phrase_start), i)
         if owner is None and before:
             # "he had a pale skin, thin black hair": a comma may end the list's last item
             # rather than join an adjective to the phrase ("her long, black hair")
@@ -3024,6 +3028,23 @@ class _Context:
         if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(i, i + 3)):
             return None
         return self._subject_word(tokens[i + 2], spoken)
+
+    def _of_ones_own(self, tokens: list[_Tok], cue: int) -> str | None:
+        """ "those bright blue eyes of yours", "these grey eyes of mine", "those great grey
+        eyes of hers": the possessive after the feature says whose it is."""
+        if cue + 2 >= len(tokens) or tokens[cue + 1].low != "of":
+            return None
+        of, own = tokens[cue + 1], tokens[cue + 2]
+        if not (self._gap_ok(tokens[cue], of) and self._gap_ok(of, own)):
+            return None
+        if own.low in ("yours", "mine"):
+            return self._person(own)
+        gender = _INDEPENDENT_POSSESSIVES.get(own.low)
+        if gender is None:
+            return None
+        if inside(self.quotes, own.start):
+            return self._named_in_speech(gender, own.start)
+        return self._resolve(gender, own.start)
 
     def _possessor(self, word: _Tok, spoken: bool) -> str | None:
         """Whose "his", "her", "my" or "your" this is."""
