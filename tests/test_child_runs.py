@@ -39,6 +39,7 @@ from controlroom.engine.service import RunRequest, RunService
 from controlroom.engine.tree_driver import drive_tree
 from controlroom.projections.views import Views
 from tests.conftest import write_override
+from tests.test_cli_e2e import cli as run_cli
 
 CLI = str(Path(sys.executable).with_name("controlroom"))
 
@@ -326,14 +327,7 @@ def _events(ctx: Context, run_id: str) -> list[DomainEvent]:
 
 
 def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, *args, "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ},
-        check=False,
-    )
+    return run_cli(*args, "-w", str(workspace), timeout=120)
 
 
 @pytest.mark.timeout(180)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.bundled import BUNDLED_RECIPES
+from tests.cli_zygote import forked_cli
 from tests.conftest import APPENDIX_D_KEYS, NEEDS_SCENE_RECIPE, write_override
 
 pytestmark = pytest.mark.e2e
@@ -23,14 +24,17 @@ CLI = str(Path(sys.executable).parent / "controlroom")
 DRAFT = "Draft scene 4 from the outline"
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`controlroom ARGS` in a process of its own (forked from one that has imported the
+    CLI already: tests/cli_zygote.py), with the test's environment and ENV."""
+    full_env = {**os.environ, **(env or {})}
+    forked = forked_cli()
+    if forked is not None:
+        return forked.run(CLI, list(args), full_env, timeout=timeout)
     return subprocess.run(
-        [CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        check=False,
+        [CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
     )
 
 

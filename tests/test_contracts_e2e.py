@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from controlroom.engine.service import RunRequest, RunService
 from tests.conftest import sent_bodies
 from tests.fake_llm import REPLY, Script, anthropic_app, openai_app, serve
 from tests.live import live_server
+from tests.test_cli_e2e import cli as run_cli
 
 KEY = "sk-test-contracts-9a8b7c6d5e"
 KINDS = ["openai", "anthropic"]
@@ -285,11 +285,4 @@ def wait_for(client: httpx.Client, run_id: str, status: str) -> dict[str, Any]:
 
 
 def cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, *args, "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ),
-        check=False,
-    )
+    return run_cli(*args, "-w", str(workspace))

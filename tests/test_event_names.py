@@ -17,6 +17,7 @@ from eventsourcing.persistence import StoredEvent
 from controlroom.domain.events import EVENT_TYPES, DomainEvent, parse_topic
 from controlroom.domain.run_events import RunStarted
 from controlroom.eventstore.mapper import PydanticMapper
+from tests.test_cli_e2e import cli as run_cli
 
 CLI = str(Path(sys.executable).parent / "controlroom")
 LEGACY = Path(__file__).parent / "fixtures" / "store_v0_1"
@@ -88,14 +89,7 @@ def test_two_classes_cannot_share_a_stored_name() -> None:
 
 def cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CONTROLROOM_STORE": f"sqlite:///{workspace / 'legacy.sqlite'}"}
-    return subprocess.run(
-        [CLI, *args, "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    return run_cli(*args, "-w", str(workspace), env=env)
 
 
 LEGACY_RUNS = {

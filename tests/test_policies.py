@@ -4,7 +4,6 @@ loses nothing, and no reaction is recorded twice."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from controlroom.domain.aggregate import Aggregate
 from controlroom.domain.events import DomainEvent
 from controlroom.domain.issue import IssueOpened
 from controlroom.engine.context import Context
+from tests.test_cli_e2e import cli as run_cli
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
@@ -29,14 +29,7 @@ CONSISTENCY_COMMITS = 15  # start, 8 steps (2 review gates), 2 file intents, 4 o
 
 
 def cli(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, *args, "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env},
-        check=False,
-    )
+    return run_cli(*args, "-w", str(workspace), env=env)
 
 
 def issues_opened(workspace: Path) -> list[IssueOpened]:

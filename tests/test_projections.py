@@ -32,6 +32,7 @@ from controlroom.projections.runs import RunsProjection
 from controlroom.projections.views import Views
 from tests.analytics_contract import undrafted
 from tests.conftest import APPENDIX_D_KEYS, FIXTURES
+from tests.test_cli_e2e import cli as run_cli
 from tests.test_cli_e2e import start_slow_run
 
 CLI = str(Path(sys.executable).parent / "controlroom")
@@ -39,7 +40,7 @@ AT = "2026-11-23T12:00:00Z"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60, check=False)
+    return run_cli(*args)
 
 
 def record_runs(workspace: Path, *tasks: str) -> list[str]:

@@ -20,6 +20,7 @@ from controlroom.engine.replay_recording import Recording, recorded_replies
 from controlroom.engine.replay_test import replay_test
 from controlroom.engine.service import RunRequest, RunService
 from controlroom.prompts.registry import BUNDLED_DIR
+from tests.test_cli_e2e import cli as run_cli
 
 CLI = str(Path(sys.executable).parent / "controlroom")
 SCENE = Path("Story") / "Scenes" / "SCN-04-the-reckoning.md"
@@ -158,10 +159,7 @@ def test_a_run_of_every_bundled_recipe_replays_to_the_same_slots(workspace: Path
     from tests.bundled import RECIPES_DIR
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [CLI, *args, "-w", str(workspace)],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        return run_cli(*args, "-w", str(workspace), timeout=120)
 
     replayed: dict[str, dict[str, object]] = {}
     for path in sorted(RECIPES_DIR.glob("*.json")):

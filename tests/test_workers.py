@@ -18,6 +18,7 @@ import pytest
 from controlroom.domain.run_events import RunClaimed, StepCompleted
 from controlroom.engine.context import Context
 from tests.bundled import RECIPES_DIR
+from tests.test_cli_e2e import cli as run_cli
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(sys.executable).parent / "controlroom")
@@ -25,14 +26,7 @@ SLOW = {"CONTROLROOM_OFFLINE_LATENCY_MS": "150", "CONTROLROOM_LEASE_S": "3"}
 
 
 def cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, *args, "-w", str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **SLOW},
-        check=False,
-    )
+    return run_cli(*args, "-w", str(workspace), env=SLOW)
 
 
 def worker(workspace: Path, *args: str) -> subprocess.Popen[str]:
