@@ -1359,8 +1359,14 @@ def test_a_heading_cards_names_may_hold_titles_and_run_long() -> None:
     names = "Lucy Audley, my lady, Lucy Graham, Helen Talboys, Helen Maldon, Mrs. Talboys, Lucy"
     lady = parse_card("Bible/Lady Audley.md", f"# Lady Audley\n\n## Aliases\n\n{names}\n")
     assert len(lady.aliases) == 7
+    # sentences under a described attribute are its value, kept to be checked or said not
+    # to be (round 18: "## Hair" over "His forehead is prematurely bald. His big
+    # chestnut-colored beard …" vanished from the facts); under any other heading, prose is
+    # a biography, not a value
     prose = parse_card("Bible/x.md", "# X\n\n## Eyes\n\nGrey. She hid them.\n")
-    assert "eyes" not in prose.attributes  # a sentence is still no value
+    assert prose.attributes["eyes"] == "Grey. She hid them"
+    prose = parse_card("Bible/x.md", "# X\n\n## Youth\n\nBorn poor. She rose.\n")
+    assert "youth" not in prose.attributes
 
 
 def test_what_a_fifth_audit_read_wrongly_is_no_finding() -> None:
@@ -2363,3 +2369,31 @@ def test_eyes_of_hers_mine_or_yours_are_theirs() -> None:
     said = '"Dick, those blue eyes of yours are fine," said Ann.\n'
     assert eyes_read(said, he, she) == [("Tom Robarts", "blue")]
     assert eyes_read("Ann saw the blue eyes of his father.\n", he, she) == []
+
+
+def test_what_round_18_read_wrongly_is_no_finding() -> None:
+    """Round 18's false findings (Trilby, The Song of the Lark): a foot on a stool is no
+    height; "a little thing" from a time past is an age; one of several girls owns the
+    next "her"; "reddish-brown" hair is red and brown, as "sandy" may be."""
+    trilby = "# Trilby\n- **Pronouns:** she\n- **Height:** tall\n"
+    said = "Trilby stood with her hands behind her, one foot (the left one) on a little stool.\n"
+    assert conflicts(said, trilby) == []
+    assert conflicts("Trilby stood four feet ten in her stockings.\n", trilby) == [
+        "Trilby:height:four feet ten"
+    ]
+    thea = "# Thea\n- **Pronouns:** she\n- **Height:** tall\n- **Hair:** yellow\n"
+    for said in (
+        "But Thea, from the time she was a little thing, had her own routine.\n",
+        '"They have known me since I was little," said Thea.\n',
+    ):
+        assert conflicts(said, thea) == [], said
+    assert conflicts("Thea was a little thing, and thin.\n", thea) == ["Thea:height:little"]
+    said = (
+        "Thea watched the dancers. There were three little girls under twelve; one of them "
+        "had an orange marigold in her black hair.\n"
+    )
+    assert conflicts(said, thea) == []
+    assert conflicts(said.replace("one of them", "she"), thea) == ["Thea:hair:black"]
+    archie = "# Archie\n- **Pronouns:** he\n- **Hair:** reddish-brown\n"
+    assert conflicts("Archie came in. His sandy hair was thin.\n", archie) == []
+    assert conflicts("Archie came in. His black hair was thin.\n", archie) == ["Archie:hair:black"]

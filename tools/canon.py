@@ -286,7 +286,9 @@ def _section_attribute(heading: str, text: str) -> dict[str, tuple[str, int]]:
         # which was brown by the time he was forty": a described attribute's value may run
         # long, and is kept (to be checked, or said not to be), never silently dropped
         longest = _DESCRIBED_VALUE_MAX
-    too_long = len(text) > longest or _is_prose(text)
+    # a biography under "## Notes" is no value, but sentences under "## Hair" are the
+    # hair's ("His forehead is prematurely bald. His big chestnut-colored beard …")
+    too_long = len(text) > longest or (key not in _DESCRIBED and _is_prose(text))
     if len(key.split()) > _SECTION_KEY_WORDS or too_long or not key:
         return {}
     return {key: (_cleaned(text), 0)}

@@ -115,6 +115,8 @@ _NUMBERS = {
         "zero one two three four five six seven eight nine ten eleven twelve".split()
     )
 }
+#: The heights in feet a person is told to stand: "one foot" and "twelve feet" are not.
+_FEET_OF_A_PERSON = (3, 8)
 #: What may follow a height in feet: "six feet tall", "six feet in his stockings".
 _HEIGHT_CLOSERS = frozenset("tall high in and".split())
 #: Colours a head takes from its hair ("fair-headed"); never "light" ("light-headed") or a
@@ -269,9 +271,11 @@ _FOR_NOW = re.compile(
     r"seven|eight|nine|ten|eleven|twelve|\d+)\s+(?:years|months|weeks|days)|a\s+long\s+time|ages))\b",
     re.IGNORECASE,
 )
-#: A clause of time past before a word: "when I was quite a", "when she was a very".
+#: A clause of time past before a word: "when I was quite a", "when she was a very", "from
+#: the time she was a".
 _WHEN_IT_WAS = re.compile(
-    r"\bwhen\s+(?:I|he|she|we|they|you|[A-Z][a-z]+)\s+(?:was|were)\b(?:\s+\w+){0,3}\s+$"
+    r"\b(?:[Ww]hen|[Ss]ince|[Ww]hile|(?:[Ff]rom|[Ss]ince)\s+the\s+time(?:\s+that)?)\s+"
+    r"(?:I|he|she|we|they|you|[A-Z][a-z]+)\s+(?:was|were)\b(?:\s+\w+){0,3}\s+$"
 )
 #: Verbs "short" completes as a manner, not a height: "cut short", "stopped short".
 _STOPPED_SHORT = frozenset(
@@ -1091,6 +1095,8 @@ class _Context:
         (five feet for a woman or anyone whose card says nothing); between, it says
         nothing the scale names."""
         feet = _NUMBERS[tokens[i].low]
+        if not _FEET_OF_A_PERSON[0] <= feet <= _FEET_OF_A_PERSON[1]:
+            return []  # "one foot (the left one) on a little stool": a foot, not a height
         end = i + 1
         inches = 0
         rest = tokens[end + 1 : end + 4]
@@ -3535,6 +3541,13 @@ class _Context:
         unnamed = _ONE_UNNAMED_PERSON.get(gender or "")
         if unnamed is None:
             return False
+        if any(
+            not inside(self.quotes, found.start())
+            for found in _ONE_OF_SEVERAL.finditer(self.text, self.sentence_start, before)
+        ):
+            # "There were three little girls under twelve; one of them had an orange
+            # marigold in her black hair": one of several, unnamed
+            return True
         return any(
             not inside(self.quotes, found.start())
             and not found.group(0)[0].isupper()
@@ -3936,6 +3949,12 @@ _UNNAMED_PERSON: dict[str, re.Pattern[str]] = {
     )
     for sex, words in _ONE_UNNAMED.items()
 }
+#: One of several, unnamed: "one of them", "one of the girls".
+_ONE_OF_SEVERAL = re.compile(
+    r"\b[Oo]ne\s+of\s+(?:them|us|you|(?:the|those|these|his|her|their)\s+(?:[a-z]+\s+){0,2}"
+    r"(?:girls|boys|men|women|ladies|gentlemen|children|sisters|brothers|daughters|sons|"
+    r"friends|servants|maids|guests|visitors|strangers|dancers|people|twins|party))\b"
+)
 #: One person of a sex, unnamed: a second candidate for "she" a paragraph keeps in focus
 #: (a plural is not: "the girls would comment on her dress").
 _ONE_UNNAMED_PERSON: dict[str, re.Pattern[str]] = {

@@ -81,8 +81,21 @@ class FactKind:
             if part in SHADES and any(self.values.get(w) for w in words[n + 1 : n + 2]):
                 found |= self._blended(part, words[n + 1])
                 continue
-            found |= self.values.get(part, frozenset())
+            tinge = self._tinged(part) if len(words) > 1 else frozenset()
+            found |= self.values.get(part, frozenset()) or tinge
         return frozenset(found)
+
+    def _tinged(self, word: str) -> frozenset[str]:
+        """ "reddish" in "reddish-brown": a colour's "-ish" before another colour is a tinge
+        of it, so the two are red and brown, as "auburn" is. (Alone, "his greenish eyes"
+        says too little to set against a card's grey.)"""
+        if not word.endswith("ish") or len(word) < 6:
+            return frozenset()
+        base = word[:-3]
+        for stem in (base, base + "e", base[:-1] if base[-1:] == base[-2:-1] else ""):
+            if stem in self.values:
+                return self.values[stem]
+        return frozenset()
 
     def classes(self, phrase: str) -> frozenset[str]:
         """The value classes a phrase states: every known word in it, less what a negated
