@@ -2397,3 +2397,17 @@ def test_what_round_18_read_wrongly_is_no_finding() -> None:
     archie = "# Archie\n- **Pronouns:** he\n- **Hair:** reddish-brown\n"
     assert conflicts("Archie came in. His sandy hair was thin.\n", archie) == []
     assert conflicts("Archie came in. His black hair was thin.\n", archie) == ["Archie:hair:black"]
+
+
+def test_an_aside_like_her_hair_and_a_figure_of_a_girl() -> None:
+    """Round 18's Silas Lapham, facts its text states that were "not stated": "Her large
+    eyes, like her hair, were brown"; "She was a very pretty figure of a girl … She had red
+    hair" (the girl is what she is, not someone else in view)."""
+    pen = "# Penelope Lapham\n- **Aliases:** Penelope\n- **Pronouns:** she\n- **Eyes:** grey\n"
+    said = "Penelope was the girl. Her large eyes, like her hair, were brown.\n"
+    assert eyes_read(said, pen) == [("Penelope Lapham", "brown")]
+    irene = "# Irene Lapham\n- **Aliases:** Irene\n- **Pronouns:** she\n- **Hair:** black\n"
+    said = "Irene rose.\n\nShe was a very pretty figure of a girl, and her face was regular. "
+    assert hair_read(said + "She had red hair.\n", irene) == [("Irene Lapham", "red")]
+    said = "Irene rose.\n\nA very pretty figure of a girl came in. She had red hair.\n"
+    assert hair_read(said, irene) == []

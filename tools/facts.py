@@ -1592,6 +1592,18 @@ class _Context:
         ):
             k += 3  # "the hair beneath his hat was white"
         if (
+            k + 3 < len(tokens)
+            and tokens[k].low == "like"
+            and tokens[k + 1].low in _ATTRIBUTIVE_POSSESSIVES
+            and tokens[k + 2].low in _ALL_CUES
+            and tokens[k + 3].low in _COPULAS
+            and "," in self.text[tokens[i].end : tokens[k].start]
+            and "," in self.text[tokens[k + 2].end : tokens[k + 3].start]
+            and self._gap_ok(tokens[k], tokens[k + 1])
+            and self._gap_ok(tokens[k + 1], tokens[k + 2])
+        ):
+            k += 3  # "Her large eyes, like her hair, were brown": the verb after the aside
+        if (
             k < len(tokens)
             and tokens[k].low == "where"
             and "," in self.text[tokens[i].end : tokens[k].start]
@@ -3976,11 +3988,12 @@ _OPENS_UNNAMED: dict[str, re.Pattern[str]] = {
     sex: re.compile(r"[\s\"“”'‘’(]*(?:[Tt]he|[Aa]n?)" + phrase)
     for sex, phrase in _UNNAMED_AFTER_ARTICLE.items()
 }
-#: "She was a very pretty girl": the noun says what the pronoun's person is, not who else
-#: is there.
+#: "She was a very pretty girl", "a very pretty figure of a girl": the noun says what the
+#: pronoun's person is, not who else is there.
 _PREDICATE_OF_PRONOUN = re.compile(
     r"\b(?:he|she)\s+(?:was|is|seemed|became)\s+(?:(?:quite|still|then|now)\s+)?"
-    r"(?:a|an)\s+(?:[\w-]+,?\s+){0,4}$",
+    # "a very pretty figure of a girl", "a slip of a girl": the noun after "of a" too
+    r"(?:a|an)\s+(?:[\w-]+,?\s+){0,4}(?:of\s+(?:a|an)\s+(?:[\w-]+,?\s+){0,2})?$",
     re.IGNORECASE,
 )
 
