@@ -2411,3 +2411,16 @@ def test_an_aside_like_her_hair_and_a_figure_of_a_girl() -> None:
     assert hair_read(said + "She had red hair.\n", irene) == [("Irene Lapham", "red")]
     said = "Irene rose.\n\nA very pretty figure of a girl came in. She had red hair.\n"
     assert hair_read(said, irene) == []
+
+
+def test_a_fronted_list_and_a_name_being_short() -> None:
+    """Round 18's Trilby and Edwin Drood, facts their texts state that were "not stated":
+    "Tall, thin, red-haired, and well-favored, he was …"; "‘Immensely tall!’ Rosa being
+    short." A place before the list ("Under tall trees, Robarts sat") is no one's."""
+    lorrimer = "# Lorrimer\n- **Pronouns:** he\n- **Height:** short\n- **Hair:** black\n"
+    said = "Lorrimer came.\n\nTall, thin, red-haired, and well-favored, he was eager.\n"
+    assert conflicts(said, lorrimer) == ["Lorrimer:height:tall", "Lorrimer:hair:red-haired"]
+    assert conflicts("Under tall trees, Lorrimer sat.\n", lorrimer) == []
+    rosa = "# Rosa Bud\n- **Aliases:** Rosa\n- **Pronouns:** she\n- **Height:** tall\n"
+    assert conflicts("‘Immensely tall!’ Rosa being short.\n", rosa) == ["Rosa Bud:height:short"]
+    assert conflicts("The wall being short, Rosa jumped.\n", rosa) == []

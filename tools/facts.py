@@ -357,6 +357,9 @@ _THINKING = frozenset(
 )
 #: Words a fronted phrase may run to before its comma.
 _FRONTED_WORDS_MAX = 4
+#: How far a fronted list of describing words may run: "Tall, thin, red-haired, and
+#: well-favored, he was".
+_FRONTED_LIST_MAX = 8
 _STRUCK = frozenset("struck strikes impressed impresses".split())
 #: How many words back from "with" or "had" its subject may stand: "Dora is nineteen, of
 #: the middle height, with dark-brown hair".
@@ -2545,21 +2548,41 @@ class _Context:
         subject named or told right after it. Outside speech only."""
         if inside(self.quotes, tokens[i].start):
             return None
+        if i > _FRONTED_LIST_MAX:
+            return None
         for k in range(i):
-            if tokens[k].low not in _FRONTED_FILLERS or not self._gap_ok(tokens[k], tokens[k + 1]):
+            gap = self.text[tokens[k].end : tokens[k + 1].start].strip()
+            if not self._gap_ok(tokens[k], tokens[k + 1]) or gap not in ("", ","):
                 return None
-            if self.text[tokens[k].end : tokens[k + 1].start].strip():
+            if tokens[k].low in _FRONTED_FILLERS and not gap:
+                continue
+            # an earlier item of the list: "Tall, thin, red-haired, and well-favored, he"
+            ends_item = gap == "," or tokens[k + 1].low in _FRONTED_FILLERS
+            if not ends_item or not self._plain(tokens[k]):
+                return None
+            if tokens[k].low in _NOT_IN_A_FRONTED_PHRASE or tokens[k].low in _PERSON_NOUNS:
                 return None
         if i == 0 and self.text[self.sentence_start : tokens[0].start].strip(" \t\n\"“‘'("):
             return None
         j = i
+        item = i  # where the list's current item began
         while True:
             if j + 1 >= len(tokens):
                 return None
             gap = self.text[tokens[j].end : tokens[j + 1].start].strip()
-            if gap == ",":
+            if gap == "," and (
+                self._fronted_subject_word(tokens[j + 1]) or j - i >= _FRONTED_LIST_MAX
+            ):
                 break
-            if gap or j - i >= _FRONTED_WORDS_MAX:
+            if gap == ",":
+                # "Tall, thin, red-haired, and well-favored, he was": a list of them
+                j += 1
+                item = j
+                word = tokens[j]
+                if not self._plain(word) or word.low in _NOT_IN_A_FRONTED_PHRASE:
+                    return None
+                continue
+            if gap or j - item >= _FRONTED_WORDS_MAX or j - i >= _FRONTED_LIST_MAX:
                 return None
             j += 1
             word = tokens[j]
@@ -2587,6 +2610,11 @@ class _Context:
         if subject.low in _SUBJECTS:
             return self._resolve(_SUBJECTS[subject.low], subject.start)
         return None
+
+    def _fronted_subject_word(self, word: _Tok) -> bool:
+        """Whether WORD may be the subject after a fronted phrase: a name, "I" or a
+        subject pronoun."""
+        return bool(self._mention_at(word)) or word.low in FIRST_PERSON or word.low in _SUBJECTS
 
     def _stranger_article(self, tokens: list[_Tok], noun: int) -> bool:
         """Whether "a", "an", "that" or "some" opens the phrase of the noun at `noun`, past
@@ -2772,6 +2800,12 @@ class _Context:
             if word.low == "being" and j and tokens[j - 1].low == "as":
                 j -= 1  # "struck me as being a tall, wiry, sly person"
                 continue
+            if word.low == "being" and j and self._gap_ok(tokens[j - 1], word):
+                # "‘Immensely tall!’ Rosa being short.", "Rosa, being short, could not see":
+                # the name before "being" is the one it describes
+                named = self._mention_at(tokens[j - 1])
+                if named:
+                    return named, negated
             if (
                 word.low == "as"
                 and j > 1
