@@ -2424,3 +2424,14 @@ def test_a_fronted_list_and_a_name_being_short() -> None:
     rosa = "# Rosa Bud\n- **Aliases:** Rosa\n- **Pronouns:** she\n- **Height:** tall\n"
     assert conflicts("‘Immensely tall!’ Rosa being short.\n", rosa) == ["Rosa Bud:height:short"]
     assert conflicts("The wall being short, Rosa jumped.\n", rosa) == []
+
+
+def test_a_list_after_a_predicate_and_a_colon_is_the_subjects() -> None:
+    """Round 18's Song of the Lark: "he was very handsome: slender, gold-colored, with wavy
+    black hair": the colon spells out what he was. Someone named after the colon is not
+    him ("he was very handsome: his wife had black eyes")."""
+    johnny = "# Spanish Johnny\n- **Aliases:** Johnny\n- **Pronouns:** he\n- **Hair:** red\n"
+    said = "Spanish Johnny was very handsome: slender, gold-colored, with wavy black hair.\n"
+    assert hair_read(said, johnny) == [("Spanish Johnny", "black")]
+    said = "Spanish Johnny was very handsome: his wife had wavy black hair.\n"
+    assert hair_read(said, johnny) == []

@@ -2134,6 +2134,22 @@ class _Context:
             j -= 1
         return any(t.low in _COPULAS for t in tokens[j:start])
 
+    def _predicate_before_colon(self, tokens: list[_Tok], j: int) -> int | None:
+        """Where the copula stands when `tokens[j]` ends "was very handsome" right before a
+        colon, in narration: "he was very handsome: slender, …". None otherwise."""
+        if self.text[tokens[j].end : tokens[j + 1].start].strip() != ":":
+            return None
+        if inside(self.quotes, tokens[j].start) or not self._plain(tokens[j]):
+            return None
+        k = j - 1
+        while k >= 0 and j - k <= 2 and tokens[k].low in _INTENSIFIERS | {"quite", "rather"}:
+            k -= 1
+        if k < 0 or tokens[k].low not in _COPULAS:
+            return None
+        if not all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(k, j)):
+            return None
+        return k
+
     def _after_colon(self, tokens: list[_Tok], article: int) -> bool:
         """Whether `tokens[article]` is "a" or "an" right after a colon."""
         return (
@@ -2310,6 +2326,18 @@ class _Context:
                 if gender is not None and self._after_colon(tokens, j + 1):
                     # "… came to the door to welcome me: a tall dark young gentleman with …"
                     return self._colon_apposed(tokens, j + 1, gender)
+                copula = self._predicate_before_colon(tokens, j)
+                if copula is not None and not any(
+                    t.low in _POSSESSIVES or t.low in _SUBJECTS or t.low in FIRST_PERSON
+                    or t.low in _PERSON_NOUNS or t.low in _RELATIONS or self._mention_at(t)
+                    for t in tokens[j + 1 : at]
+                ):  # fmt: skip
+                    # "he was very handsome: slender, gold-colored, with wavy black hair":
+                    # what follows the colon spells out the predicate, its subject's
+                    skipped += j - copula
+                    j = copula - 1
+                    passed_aside = True
+                    continue
                 aside = self._aside_before(tokens, j)
                 if aside is None:
                     break
