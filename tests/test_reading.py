@@ -2435,3 +2435,51 @@ def test_a_list_after_a_predicate_and_a_colon_is_the_subjects() -> None:
     assert hair_read(said, johnny) == [("Spanish Johnny", "black")]
     said = "Spanish Johnny was very handsome: his wife had wavy black hair.\n"
     assert hair_read(said, johnny) == []
+
+
+def test_what_round_18a_read_wrongly_is_no_finding(tmp_path: Path) -> None:
+    """Round 18's Little Dorrit, Anna of the Five Towns and The Eustace Diamonds: each
+    false finding, read right, and the same words where they do mean the one named."""
+    casby = "# Christopher Casby\n- **Aliases:** Casby, the Patriarch\n- **Pronouns:** he\n"
+    pancks = "# Pancks\n- **Aliases:** Mr Pancks\n- **Pronouns:** he\n- **Eyes:** black\n"
+    clennam = "# Arthur Clennam\n- **Aliases:** Clennam\n- **Pronouns:** he\n- **Eyes:** brown\n"
+    affery = "# Affery Flintwinch\n- **Aliases:** Affery\n- **Pronouns:** she\n- **Height:** tall\n"
+    # an alias "the Patriarch" names him after an adjective too
+    said = "Mr Pancks spoke, and even the unwieldy Patriarch moved his blue eyes to look at him.\n"
+    assert conflicts(said, casby, pancks) == []
+    # a speaker no card names ("returned Doyce") may be the one "his" means
+    said = (
+        "'My dear Doyce, it is sense,' said Clennam.\n\n'I am glad,' returned Doyce, with his "
+        "grey eye looking kind.\n"
+    )
+    assert conflicts(said, clennam) == []
+    said = "'I am glad,' returned Clennam, with his grey eye looking kind.\n"
+    assert conflicts(said, clennam) == ["Arthur Clennam:eyes:grey"]
+    # one spoken to, set off by commas after a noun, is not the one described
+    said = "'A fine young woman, Clennam, with very dark eyes,' said Casby.\n"
+    assert conflicts(said, casby, clennam) == []
+    # a mention the sentence denies for someone else
+    said = (
+        "It was not presided over by Affery, but by the girl who had come. Now that he could "
+        "observe her, Clennam found that her diminutive figure made her look young.\n"
+    )
+    assert conflicts(said, affery, clennam) == []
+    assert conflicts(said.replace("not presided over by Affery, but by the girl", "Affery"),
+                     affery, clennam) == ["Affery Flintwinch:height:diminutive"]  # fmt: skip
+    # an apposition after "her father" is the father's
+    anna = "# Anna\n- **Pronouns:** she\n- **Height:** tall\n"
+    said = "Anna turned. There stood her father, a short, stout, ruddy, middle-aged man.\n"
+    assert conflicts(said, anna) == []
+    # "the violet eyes of his slim wife" are hers
+    mynors = "# Henry Mynors\n- **Aliases:** Mynors\n- **Pronouns:** he\n- **Eyes:** black\n"
+    said = "Mynors caught the admired violet eyes of his slim wife.\n"
+    assert conflicts(said, mynors) == []
+    # a broad Scots "Camperdoon" for "Camperdown", in dialect speech
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\n\"I'd find a maister in Mr. Camperdoon, as'll nae alloo me to be "
+        'thrown out," said Andy.\n\nMr. Camperdoon came.\n'
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Camperdown", "Mr. Camperdown"})
+    assert [(v["found"], v["line"]) for v in found] == [("Camperdoon", 5)]

@@ -484,6 +484,18 @@ class Cast:
         return tokens
 
 
+#: Ranks and callings an alias "the Doctor" may name: anyone holding one, so never a name
+#: alone.
+_CALLINGS = frozenset(
+    "doctor captain colonel general major lieutenant sergeant corporal admiral commodore "
+    "professor judge squire parson rector vicar curate governor master mistress king queen "
+    "prince princess duke duchess earl count countess baron baroness lord lady sir dame "
+    "bishop dean archdeacon abbot prior father mother brother sister uncle aunt cousin "
+    "nurse maid captain skipper mate boatswain chief inspector constable sheriff marshal "
+    "mayor alderman president senator".split()
+)
+
+
 def build_cast(cards: Sequence[CanonCard]) -> Cast:
     explicit: dict[str, str] = {}
     derived: dict[str, set[str]] = {}
@@ -503,6 +515,15 @@ def build_cast(cards: Sequence[CanonCard]) -> Cast:
         for alias in card.aliases:
             _, alias_core = _core_tokens(alias)
             if len(alias_core) > 1 and card.kind == "character":
+                candidates.append(alias_core[0])
+            if (
+                alias.split()[0].lower() == "the"
+                and len(alias_core) == 1
+                and alias_core[0].lower() not in _CALLINGS
+                and card.kind == "character"
+            ):
+                # "the Patriarch": "the unwieldy Patriarch" is he too (a calling, "the
+                # Doctor", is not: "Doctor Jones" would be taken for him)
                 candidates.append(alias_core[0])
         for candidate in candidates:
             # Only a capitalised word stands for someone alone: an alias "the black tower"

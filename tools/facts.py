@@ -2347,6 +2347,13 @@ class _Context:
                 passed_aside = True
                 continue
             passed_aside = False
+            if tokens[j].low in _HAVING and j and tokens[j - 1].low == "and":
+                # "Little Billee was small and slender, about twenty, and had a straight white
+                # forehead veined with blue, large dark-blue eyes": the second verb's subject
+                # is the sentence's, however far back
+                shared = self._coordinated_subject(tokens, j - 1, spoken)
+                if shared is not None:
+                    return shared
             if tokens[j].low in _BEARER_NOUNS and self._stranger_article(tokens, j):
                 # "I saw a frightful face with cold light blue eyes": the face's, not the
                 # seer's ("his face, with its blue eyes" is still his)
@@ -2370,6 +2377,11 @@ class _Context:
                 # "she said, looking up at Tito with wide blue eyes": the looker's eyes
                 j = self._mention_start(tokens, j, entity) - 1
                 continue
+            if entity and spoken and self._addressed_after_noun(tokens, j, entity):
+                # "A fine full-coloured young woman, Mr Clennam, with very dark hair": the
+                # one spoken to, set off by commas, is not the one described
+                j = self._mention_start(tokens, j, entity) - 1
+                continue
             if entity:
                 if tokens[j].low.endswith("'s") and j + 1 < at and self._someone(tokens[j + 1]):
                     return None  # "Mrs. Orchard's baby had blue eyes": the baby's
@@ -2390,6 +2402,28 @@ class _Context:
                 return self._possessor(tokens[j], spoken)
             j -= 1
         return None
+
+    def _denied(self, start: int, end: int) -> bool:
+        """Whether the mention at `start`-`end` is denied for another: "not … by Affery,
+        but by the girl"."""
+        before = self.text[max(0, start - _DENIAL_REACH) : start]
+        return bool(_NOT_BEFORE.search(before)) and bool(_BUT_AFTER.match(self.text, end))
+
+    def _addressed_after_noun(self, tokens: list[_Tok], j: int, entity: str) -> bool:
+        """Whether the name ending at `tokens[j]` is set off by commas after a noun, in
+        speech: "A fine young woman, Mr Clennam, with …" calls Clennam, it does not name
+        the woman."""
+        start = self._mention_start(tokens, j, entity)
+        if start == 0 or j + 1 >= len(tokens):
+            return False
+        before = self.text[tokens[start - 1].end : tokens[start].start].strip()
+        after = self.text[tokens[j].end : tokens[j + 1].start].strip()
+        return (
+            before == ","
+            and after == ","
+            and self._plain(tokens[start - 1])
+            and tokens[start - 1].low in _PERSON_NOUNS
+        )
 
     def _mention_start(self, tokens: list[_Tok], j: int, entity: str) -> int:
         """The first token of the name ENTITY that `tokens[j]` is part of."""
@@ -2919,6 +2953,15 @@ class _Context:
                 )
             ):
                 linked = True  # "Basil, a tall man", "Angel, the shortest of the three"
+            elif (
+                linked
+                and (word.low in _PERSON_NOUNS or word.low in _RELATIONS or word.low in _KIN)
+                and self._plain(word)
+                and "," in gap
+            ):
+                # "stood her father, a short, stout, ruddy, middle-aged man": the apposition
+                # is the father's, someone unnamed, not the "her" he is kin to
+                return None, False
             elif attributive and word.low in _ATTRIBUTIVE_POSSESSIVES:
                 return self._possessor(word, spoken), negated
             elif word.low in ("a", "an", "the"):
@@ -3122,6 +3165,16 @@ class _Context:
         gender = _INDEPENDENT_POSSESSIVES.get(own.low)
         if gender is None:
             return None
+        if own.low == "his" and cue + 3 < len(tokens):
+            after = tokens[cue + 3]
+            joined = not self.text[own.end : after.start].strip()
+            if joined and not (
+                after.low in _COPULAS
+                or after.low in _HAVING
+                or after.low in ("and", "that", "which", "as")
+                or after.low.endswith("ing")
+            ):
+                return None  # "the violet eyes of his slim wife": his wife's
         if inside(self.quotes, own.start):
             return self._named_in_speech(gender, own.start)
         return self._resolve(gender, own.start)
@@ -3175,6 +3228,35 @@ class _Context:
         if subject < 0 or not self._gap_ok(tokens[subject], tokens[verb]):
             return None
         return self._subject_word(tokens[subject], spoken)
+
+    def _coordinated_subject(self, tokens: list[_Tok], and_at: int, spoken: bool) -> str | None:
+        """The subject the sentence opens on ("Little Billee was …"), when "and" at
+        `and_at` joins a second verb to its first and nobody else is named, told or called
+        by a person noun between them."""
+        first = 0
+        if first + 1 >= and_at or not self._gap_ok(tokens[first], tokens[first + 1]):
+            return None
+        if tokens[first].start > self.sentence_start + 2:
+            return None  # the sentence's first word must be its subject
+        subject = self._subject_word(tokens[first], spoken)
+        if subject is None:
+            return None
+        end = first
+        while end + 1 < and_at and self._mention_at(tokens[end + 1]) == subject:
+            end += 1  # the name's other words: "Little Billee"
+        verb = tokens[end + 1]
+        if verb.low not in _COPULAS and verb.low not in _HAVING:
+            return None
+        for word in tokens[end + 2 : and_at]:
+            if (
+                self._mention_at(word)
+                or word.low in _SUBJECTS
+                or word.low in _POSSESSIVES
+                or word.low in _OBJECT_PRONOUNS
+                or word.low in _PERSON_NOUNS
+            ):
+                return None
+        return subject
 
     def _subject_word(self, word: _Tok, spoken: bool) -> str | None:
         """Whom one word standing as a subject means: a name, "I" or "you", or "he"/"she"
@@ -3284,6 +3366,10 @@ class _Context:
             names = {entity for _, _, entity in told}
             if names:
                 if len(names) > 1 or self._second_person(gender, start, end, group):
+                    return None
+                if any(self._denied(s, e) for s, e, _ in told):
+                    # "This refection was not presided over by Affery, but by the girl who
+                    # …": the one the sentence denies is not the one it goes on about
                     return None
                 (entity,) = names
                 if nearest > 0 and self._unnamed_in_sentence(gender, before):
@@ -3746,6 +3832,11 @@ class _Context:
                 continue  # "the living of St. Ewold": a parish, a church, a day
             if found.group("name") not in carded:
                 return True
+        for found in _NAMED_SPEAKER.finditer(self.text, start, end):
+            # "‘I am glad you think so,’ returned Doyce": a speaker no card names
+            word = found.group("name")
+            if word not in carded and word.lower() not in HONORIFICS and not is_common_word(word):
+                return True
         for found in _CAPITALISED.finditer(self.text, start, end):
             word = found.group(0)
             if word in carded or word.lower() in HONORIFICS or not is_given_name(word):
@@ -4195,6 +4286,12 @@ _SUBJECT_PRONOUN: dict[str, re.Pattern[str]] = {
 #: Someone unnamed who speaks: "replied the lady", "the gentleman asked".
 _SPOKEN = "|".join(sorted(SPEECH_VERBS))
 _SPEAKER_NOUNS = "lady|woman|girl|gentleman|man|boy|other"
+#: "not presided over by Affery, but by the girl": a mention denied for another.
+_NOT_BEFORE = re.compile(r"\bnot\b[^,.;:!?“”\"]*$")
+_BUT_AFTER = re.compile(r",?\s+but\b")
+_DENIAL_REACH = 40
+#: Someone named as the one who speaks: "returned Doyce".
+_NAMED_SPEAKER = re.compile(rf"\b(?:{_SPOKEN})\s+(?P<name>[A-Z][a-z]+)\b(?![’'-])")
 _UNNAMED_SPEAKER = re.compile(
     rf"\b(?:{_SPOKEN})\s+the\s+(?P<noun>{_SPEAKER_NOUNS})\b"
     rf"|\b[Tt]he\s+(?P<noun2>{_SPEAKER_NOUNS})\s+(?:{_SPOKEN})\b"

@@ -178,6 +178,7 @@ EYES = FactKind(
             "azure": "blue",
             "sapphire": "blue",
             "cornflower": "blue",
+            "turquoise": "blue",  # Howells's "her eyes of turquoise blue"
             "green": "green",
             "emerald": "green",
             "jade": "green",

@@ -233,7 +233,9 @@ def _a_title(name: str) -> bool:
 #: old or country forms ("thee", "ye", "ain't", "canna").
 _DIALECT = re.compile(
     r"\b[A-Za-z]+['’](?=[\s,.;:!?])|(?<=\s)['’][a-z]+\b|\b(?:thee|thou|thy|ye|yer|ee|ain['’]t|"
-    r"canna|dinna|hae|wi['’]|zo|ee['’]ll|bain['’]t|summat|nowt|owt)\b",
+    r"canna|dinna|hae|wi['’]|zo|ee['’]ll|bain['’]t|summat|nowt|owt|nae|maister|ken|kens|"
+    r"bairn|bairns|gude|guid|auld|verra|winna|wouldna|couldna|shouldna|didna|isna|wasna|"
+    r"hasna|doon|oot|aboot|noo|hoo|richt|nicht|yon)\b",
     re.IGNORECASE,
 )
 
@@ -273,12 +275,22 @@ def _speech_after(blocks: Sequence[Block], index: int, after: int) -> str:
 
 
 def _vowel_shifted(found: str, name: str) -> bool:
-    """One vowel for another, all else alike: how a dialect says a name ("Larna" for
-    "Lorna"), read as a slip only in narration."""
-    if len(found) != len(name):
-        return False
-    diffs = [(a, b) for a, b in zip(found.lower(), name.lower(), strict=True) if a != b]
-    return len(diffs) == 1 and all(ch in "aeiou" for ch in diffs[0])
+    """One vowel sound for another, all else alike: how a dialect says a name ("Larna" for
+    "Lorna", "Camperdoon" for "Camperdown"), read as a slip only in narration."""
+    a, b = found.lower(), name.lower()
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    middle_a, middle_b = a[start : len(a) - end], b[start : len(b) - end]
+    if not middle_a or not len(middle_a) == len(middle_b) <= 2:
+        return False  # "Trelawny" for "Trelawney" is a slip still
+    if all(ch in "aeiou" for ch in middle_a + middle_b):
+        return True
+    # the broad "oo" of "doon" for "down"; "Lawrence" for "Laurence" is a spelling
+    return {middle_a, middle_b} == {"o", "w"} and a[start - 1 : start] == "o"
 
 
 def _elided(found: str, name: str) -> bool:
