@@ -2483,3 +2483,17 @@ def test_what_round_18a_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     )
     found = name_variants(Workspace(tmp_path), ["ch.md"], {"Camperdown", "Mr. Camperdown"})
     assert [(v["found"], v["line"]) for v in found] == [("Camperdoon", 5)]
+
+
+def test_an_adverb_in_an_apposition_and_a_hand_used_usually() -> None:
+    """Round 18's Little Dorrit, facts its text states that were "not stated": "Flora,
+    always tall, had grown to be very broad too"; "All her action was usually with her
+    left hand"."""
+    flora = "# Flora Finching\n- **Aliases:** Flora\n- **Pronouns:** she\n- **Height:** short\n"
+    assert conflicts("Flora, always tall, had grown to be very broad too.\n", flora) == [
+        "Flora Finching:height:tall"
+    ]
+    assert conflicts("Flora, always, tall men bored her.\n", flora) == []
+    merdle = "# Mrs Merdle\n- **Pronouns:** she\n- **Handedness:** right\n"
+    said = "Mrs Merdle curled a finger. All her action was usually with her left hand.\n"
+    assert conflicts(said, merdle) == ["Mrs Merdle:handedness:left hand, by habit"]

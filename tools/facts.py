@@ -236,7 +236,7 @@ _AFTER_A_DEED = frozenset("and as like with when because for since from".split()
 #: Words that make a hand's use a habit: "as always", "for he used no other".
 _HABITUAL = frozenset(
     "always ever invariably habitually habit wont naturally other custom trick favoured "
-    "favored preferred everything".split()
+    "favored preferred everything usually generally commonly".split()
 )
 _HABIT_WORDS = 8
 #: What a hand may be called between its owner and its side: "his long left hand".
@@ -2896,7 +2896,17 @@ class _Context:
                 return None, False
             if entity:
                 # "Basil was left-handed", "Basil, a tall man", "Hallward, left-handed as ever"
-                appositive = j == i - 1 and "," in gap
+                # "Flora, always tall, had grown …": an adverb or two may stand between
+                appositive = (
+                    "," in gap
+                    and i - j <= 3
+                    and all(t.low in _ADVERBS or t.low == "ever" for t in tokens[j + 1 : i])
+                    and all(self._gap_ok(tokens[n], tokens[n + 1]) for n in range(j + 1, i))
+                    and not any(
+                        "," in self.text[tokens[n].end : tokens[n + 1].start]
+                        for n in range(j + 1, i)
+                    )
+                )
                 if linked and "," in gap and (start := self._before_relative(tokens, j + 1)) < j:
                     # "Mr. Jan Coggan, who had passed the cup to Henery, was a short man":
                     # the name in the relative clause is not the subject
