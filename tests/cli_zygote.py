@@ -1,6 +1,6 @@
 """Start the CLI from a process that has already imported it: the tests' CLI runs, faster.
 
-The end-to-end tests start `controlroom` well over a thousand times, and each start spends
+The end-to-end tests start `controlroom` hundreds of times, and each start spends
 about half a second of CPU importing the same modules (pydantic models, the engine, the
 tools, numpy): most of the suite's time on a two-core machine. Here one process per test
 worker imports them once and then forks for each command. The child is a real process of
