@@ -2497,3 +2497,23 @@ def test_an_adverb_in_an_apposition_and_a_hand_used_usually() -> None:
     merdle = "# Mrs Merdle\n- **Pronouns:** she\n- **Handedness:** right\n"
     said = "Mrs Merdle curled a finger. All her action was usually with her left hand.\n"
     assert conflicts(said, merdle) == ["Mrs Merdle:handedness:left hand, by habit"]
+
+
+def test_what_round_19_read_wrongly_is_no_finding(tmp_path: Path) -> None:
+    """Round 19's This Side of Paradise: "Amory's companion proved to be … He was, perhaps,
+    nineteen, with … pale blue eyes": the companion is someone else in view; "'Clair de
+    Lune'" is a song, not a slip for St. Claire."""
+    amory = "# Amory Blaine\n- **Aliases:** Amory\n- **Pronouns:** he\n- **Eyes:** green\n"
+    said = "Amory's companion proved to be a poet. He was nineteen, with pale blue eyes.\n"
+    assert conflicts(said, amory) == []
+    said = "Amory proved to be a poet. He was nineteen, with pale blue eyes.\n"
+    assert conflicts(said, amory) == ["Amory Blaine:eyes:blue"]
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(
+        "# Chapter 1\n\nHe tried to recite 'Clair de Lune' at luncheon. Then Clair sat.\n"
+    )
+    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Claire", "Myra St. Claire"})
+    assert [v["found"] for v in found] == ["Clair"]
+    assert [v["line"] for v in found] == [3]
+    assert "Then Clair sat" in found[0]["sentence"]

@@ -4042,9 +4042,9 @@ def _gender_of(cast: Cast, entity: str) -> Gender | None:
 _ONE_UNNAMED: dict[str, str] = {
     "he": "man gentleman boy lad fellow youth stranger servant footman butler coachman father "
     "brother son uncle husband master king lord priest doctor officer soldier sailor clerk "
-    "visitor driver landlord waiter porter",
+    "visitor driver landlord waiter porter companion",
     "she": "woman lady girl maid maiden lass mother sister daughter aunt wife mistress queen "
-    "housekeeper nurse governess widow stranger servant visitor landlady",
+    "housekeeper nurse governess widow stranger servant visitor landlady companion",
 }
 #: Someone new brought in: "it was a stranger", "there was a woman at the door", "it was
 #: Bob's wife".

@@ -35,6 +35,9 @@ MAX_VARIANT_USES = 2
 #: proper name, or naming someone by their place, is that other name's.
 _CAPITALISED_BEFORE = re.compile(r"(?<![.!?:;“\"‘(—–-])[ \t]+[A-Z][a-z]+[ \t]+$")
 _OF_A_PLACE_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z][a-z]+")
+#: "Clair de Lune", "Pont du Gard": a particle and a capitalised word after, a foreign title
+#: or place of its own.
+_PARTICLE_AFTER = re.compile(r"[ \t]+(?:de|du|des|la|le|von|van|del|della|di)[ \t]+[A-Z]")
 #: "Madame de Raudon", "Herr von Arnim": a name after a particle is a foreign one.
 _PARTICLE_BEFORE = re.compile(r"\b(?:de|von|van|du|di|del|der|le|la)[ \t]+$")
 #: A Latin word right before: "anno Dombei" puts the name into Latin, on purpose.
@@ -455,6 +458,7 @@ def name_variants(
                         and bool(
                             (before is not None and before.group(0).strip() not in book.words)
                             or _OF_A_PLACE_AFTER.match(sentence.text, match.end())
+                            or _PARTICLE_AFTER.match(sentence.text, match.end())
                             or _PARTICLE_BEFORE.search(sentence.text[: match.start()])
                             or _LATIN_BEFORE.search(sentence.text[: match.start()])
                             or in_list
