@@ -56,6 +56,14 @@ def eyes_read(text: str, *cards: str) -> list[tuple[str, str]]:
     return feature_read("eyes", text, *cards)
 
 
+def variants_in(tmp_path: Path, chapter: str, known: set[str]) -> list[tuple[str, int]]:
+    """The name check's findings, (word, line), on one chapter file holding CHAPTER."""
+    from controlroom.tools.builtin.consistency_checker import name_variants
+
+    (tmp_path / "ch.md").write_text(chapter)
+    return [(v["found"], v["line"]) for v in name_variants(Workspace(tmp_path), ["ch.md"], known)]
+
+
 def test_a_declared_narrator_is_i_outside_dialogue() -> None:
     text = "My hand—for I was left-handed, and awkward—would not second my fancy.\n"
     assert conflicts(text, JANE_HANDED, narrator="Jane Eyre") == [
@@ -1646,11 +1654,8 @@ def test_what_a_tenth_audit_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     assert [v["found"] for v in found] == ["Suzannne"]
     # a pet name's ending clipped in speech is how it is said ("Fance Day, I mean," said
     # Bowman, of Fancy); in narration it is a slip
-    (tmp_path / "ch.md").write_text(
-        '# Chapter 1\n\n"Fance Day, I mean," said Bowman.\n\nAnd Fance sat down.\n'
-    )
-    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Fancy", "Fancy Day"})
-    assert [(v["found"], v["line"]) for v in found] == [("Fance", 5)]
+    said = '# Chapter 1\n\n"Fance Day, I mean," said Bowman.\n\nAnd Fance sat down.\n'
+    assert variants_in(tmp_path, said, {"Fancy", "Fancy Day"}) == [("Fance", 5)]
 
 
 def test_a_paragraph_closing_on_someone_carries_her_and_little_though_grown_is_stature() -> None:
@@ -2475,14 +2480,12 @@ def test_what_round_18a_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     said = "Mynors caught the admired violet eyes of his slim wife.\n"
     assert conflicts(said, mynors) == []
     # a broad Scots "Camperdoon" for "Camperdown", in dialect speech
-    from controlroom.tools.builtin.consistency_checker import name_variants
-
-    (tmp_path / "ch.md").write_text(
+    said = (
         "# Chapter 1\n\n\"I'd find a maister in Mr. Camperdoon, as'll nae alloo me to be "
         'thrown out," said Andy.\n\nMr. Camperdoon came.\n'
     )
-    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Camperdown", "Mr. Camperdown"})
-    assert [(v["found"], v["line"]) for v in found] == [("Camperdoon", 5)]
+    known = {"Camperdown", "Mr. Camperdown"}
+    assert variants_in(tmp_path, said, known) == [("Camperdoon", 5)]
 
 
 def test_an_adverb_in_an_apposition_and_a_hand_used_usually() -> None:
@@ -2508,12 +2511,7 @@ def test_what_round_19_read_wrongly_is_no_finding(tmp_path: Path) -> None:
     assert conflicts(said, amory) == []
     said = "Amory proved to be a poet. He was nineteen, with pale blue eyes.\n"
     assert conflicts(said, amory) == ["Amory Blaine:eyes:blue"]
-    from controlroom.tools.builtin.consistency_checker import name_variants
-
-    (tmp_path / "ch.md").write_text(
-        "# Chapter 1\n\nHe tried to recite 'Clair de Lune' at luncheon. Then Clair sat.\n"
-    )
-    found = name_variants(Workspace(tmp_path), ["ch.md"], {"Claire", "Myra St. Claire"})
-    assert [v["found"] for v in found] == ["Clair"]
-    assert [v["line"] for v in found] == [3]
-    assert "Then Clair sat" in found[0]["sentence"]
+    known = {"Claire", "Myra St. Claire"}
+    said = "# Chapter 1\n\nHe tried to recite ‘Clair de Lune’ at luncheon.\n"
+    assert variants_in(tmp_path, said, known) == []
+    assert variants_in(tmp_path, "# Chapter 1\n\nThen Clair sat.\n", known) == [("Clair", 3)]

@@ -3243,15 +3243,14 @@ class _Context:
         """The subject the sentence opens on ("Little Billee was …"), when "and" at
         `and_at` joins a second verb to its first and nobody else is named, told or called
         by a person noun between them."""
-        first = 0
-        if first + 1 >= and_at or not self._gap_ok(tokens[first], tokens[first + 1]):
+        if and_at < 2 or not self._gap_ok(tokens[0], tokens[1]):
             return None
-        if tokens[first].start > self.sentence_start + 2:
+        if tokens[0].start > self.sentence_start + 2:
             return None  # the sentence's first word must be its subject
-        subject = self._subject_word(tokens[first], spoken)
+        subject = self._subject_word(tokens[0], spoken)
         if subject is None:
             return None
-        end = first
+        end = 0
         while end + 1 < and_at and self._mention_at(tokens[end + 1]) == subject:
             end += 1  # the name's other words: "Little Billee"
         verb = tokens[end + 1]
